@@ -1,0 +1,40 @@
+# leaninformer: `make test` and `make bench` are the two commands a fresh
+# machine needs; each builds or downloads what it uses.
+SHELL := /usr/bin/env bash -o pipefail
+GO ?= go
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GO_TEST_FLAGS ?= -race -timeout 45m
+
+# Point at existing envtest binaries by exporting KUBEBUILDER_ASSETS; otherwise
+# hack/envtest-binaries.sh builds (once) and prints the cached folder.
+ASSETS = $(or $(KUBEBUILDER_ASSETS),$(shell hack/envtest-binaries.sh))
+
+.PHONY: all test unit vet lint envtest-binaries bench chaos clean
+
+all: test
+
+envtest-binaries:
+	@hack/envtest-binaries.sh
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+
+# test: everything, including the envtest suites against a real API server.
+test: vet
+	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
+	echo "KUBEBUILDER_ASSETS=$$assets"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test $(GO_TEST_FLAGS) ./...
+
+# unit: the tests that need no API server.
+unit:
+	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v /test/envtest)
+
+# bench: until the side-by-side benchmark lands, the package benchmarks.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+clean:
+	rm -rf bin _output
