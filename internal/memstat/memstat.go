@@ -1,0 +1,111 @@
+// Package memstat measures Go heap use for benchmarks: the sampled peak of
+// heap objects, the largest live heap a GC marked, and the heap after a full
+// collection. It reads runtime/metrics, which costs no stop-the-world.
+package memstat
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+const (
+	heapObjects = "/memory/classes/heap/objects:bytes"
+	heapLive    = "/gc/heap/live:bytes"
+	gcCycles    = "/gc/cycles/total:gc-cycles"
+)
+
+// Peak is what a Sampler saw between Start and Stop.
+type Peak struct {
+	// Heap is the largest sampled size of heap objects, live or not yet
+	// collected. With GOGC=100 it can carry up to one live heap of garbage.
+	Heap uint64
+	// Live is the largest live heap any GC marked while sampling: what the
+	// program really held, independent of GC pacing.
+	Live uint64
+	// GCs is the number of GC cycles that completed while sampling.
+	GCs uint64
+	// Samples is the number of samples taken.
+	Samples int
+}
+
+// Sampler samples heap metrics in its own goroutine until Stop.
+type Sampler struct {
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	peak Peak
+	gc0  uint64
+}
+
+// Start begins sampling every interval (a few milliseconds is usual).
+func Start(interval time.Duration) *Sampler {
+	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	samples := newSamples()
+	metrics.Read(samples)
+	s.gc0 = samples[2].Value.Uint64()
+	s.record(samples)
+	go s.loop(interval)
+	return s
+}
+
+func newSamples() []metrics.Sample {
+	return []metrics.Sample{{Name: heapObjects}, {Name: heapLive}, {Name: gcCycles}}
+}
+
+func (s *Sampler) loop(interval time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	samples := newSamples()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			metrics.Read(samples)
+			s.record(samples)
+		}
+	}
+}
+
+func (s *Sampler) record(samples []metrics.Sample) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peak.Heap = max(s.peak.Heap, samples[0].Value.Uint64())
+	s.peak.Live = max(s.peak.Live, samples[1].Value.Uint64())
+	s.peak.GCs = samples[2].Value.Uint64() - s.gc0
+	s.peak.Samples++
+}
+
+// Sample takes one sample now, so that a peak at a known point (for instance
+// just before a swap) is not missed between ticks.
+func (s *Sampler) Sample() {
+	samples := newSamples()
+	metrics.Read(samples)
+	s.record(samples)
+}
+
+// Stop ends sampling, takes a last sample and returns the peaks.
+func (s *Sampler) Stop() Peak {
+	close(s.stop)
+	<-s.done
+	s.Sample()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// HeapAfterGC runs two full collections (the second one frees what the
+// first one's finalizers released) and returns the size of live heap objects.
+func HeapAfterGC() uint64 {
+	runtime.GC()
+	runtime.GC()
+	samples := newSamples()
+	metrics.Read(samples)
+	return samples[0].Value.Uint64()
+}
+
+// MiB formats bytes as mebibytes for reports.
+func MiB(b uint64) float64 { return float64(b) / (1 << 20) }
