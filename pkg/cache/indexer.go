@@ -1,0 +1,419 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
+	clientgofeatures "k8s.io/client-go/features"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+var _ toolscache.Indexer = (*Indexer)(nil)
+
+// Indexer is a thread-safe store of objects with indices. It implements
+// client-go's cache.Indexer with the same observable behaviour, and adds a
+// restart buffer (see StartRestart) that lets a relist build the next
+// generation of the store while readers keep using the current one.
+//
+// As with client-go's indexer, objects handed in or out are shared: callers
+// must treat them as immutable.
+type Indexer struct {
+	keyFunc     toolscache.KeyFunc
+	relistReuse bool
+
+	// restartMu guards the restart buffer and serializes the writers that
+	// build a whole generation (Replace, AddIndexers, FinishRestart), so that
+	// they can do the O(n) work without holding mu for writing.
+	// Lock order: restartMu, then mu.
+	restartMu sync.Mutex
+	buffer    *restart // nil when no restart is in progress
+
+	// mu guards the live generation and the store's resourceVersion.
+	mu   sync.RWMutex
+	live *generation
+	rv   string
+	// liveWrites counts changes to live items, so that a writer that computed
+	// something under the read lock can tell whether it is still current once
+	// it holds the write lock.
+	liveWrites uint64
+
+	// indexers and byName are written holding both locks and read holding
+	// either. Every generation's indices are in the order of indexers.
+	indexers []namedIndexer
+	byName   map[string]int
+
+	// testHookBeforeSwap, if set, runs in FinishRestart between computing
+	// the diff and taking the write lock.
+	testHookBeforeSwap func()
+}
+
+// Option configures an Indexer.
+type Option func(*config)
+
+type config struct {
+	relistReuse bool
+}
+
+// WithRelistReuse turns relist reuse on or off (it is on by default): with
+// it, a restart buffers the live object in place of a new copy whose key, UID
+// and resourceVersion are the same. See AddToRestart.
+func WithRelistReuse(enabled bool) Option {
+	return func(c *config) { c.relistReuse = enabled }
+}
+
+// NewIndexer returns an empty indexer that computes keys with keyFunc and
+// maintains the given indices. Relist reuse is on unless turned off with
+// WithRelistReuse(false). The indexers map is copied.
+func NewIndexer(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers, opts ...Option) *Indexer {
+	if keyFunc == nil {
+		panic("cache.NewIndexer: nil keyFunc")
+	}
+	cfg := config{relistReuse: true}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	c := &Indexer{
+		keyFunc:     keyFunc,
+		relistReuse: cfg.relistReuse,
+		indexers:    sortedIndexers(indexers),
+		byName:      make(map[string]int, len(indexers)),
+	}
+	for i, ix := range c.indexers {
+		c.byName[ix.name] = i
+	}
+	c.live = newGeneration(0, c.indexers, nil)
+	return c
+}
+
+// key computes obj's key, wrapping a failure in a KeyError as client-go does.
+func (c *Indexer) key(obj any) (string, error) {
+	key, err := c.keyFunc(obj)
+	if err != nil {
+		return "", toolscache.KeyError{Obj: obj, Err: err}
+	}
+	return key, nil
+}
+
+// resourceVersionOf returns obj's resourceVersion; ok is false for objects
+// without metadata, which leave the store's resourceVersion as it is.
+func resourceVersionOf(obj any) (rv string, ok bool) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
+}
+
+// Upsert adds or replaces obj in the live generation and returns the object
+// it replaced, so that a caller can notify an update without a second lookup.
+// Like Add and Update, it sets the store's resourceVersion to obj's.
+func (c *Indexer) Upsert(obj any) (old any, existed bool, err error) {
+	key, err := c.key(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	rv, hasRV := resourceVersionOf(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, existed = c.live.put(c.indexers, key, obj)
+	c.liveWrites++
+	if hasRV {
+		c.rv = rv
+	}
+	return old, existed, nil
+}
+
+// Remove deletes obj's key from the live generation and returns the object
+// the store held. Like Delete, it sets the store's resourceVersion to obj's,
+// even if the key was absent. obj may be a DeletedFinalStateUnknown if the
+// key function understands it (DeletionHandlingMetaNamespaceKeyFunc).
+func (c *Indexer) Remove(obj any) (old any, existed bool, err error) {
+	key, err := c.key(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	rv, hasRV := resourceVersionOf(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, existed = c.live.remove(c.indexers, key)
+	if existed {
+		c.liveWrites++
+	}
+	if hasRV {
+		c.rv = rv
+	}
+	return old, existed, nil
+}
+
+// Add adds obj to the store (an Upsert).
+func (c *Indexer) Add(obj any) error {
+	_, _, err := c.Upsert(obj)
+	return err
+}
+
+// Update replaces obj in the store (an Upsert).
+func (c *Indexer) Update(obj any) error {
+	_, _, err := c.Upsert(obj)
+	return err
+}
+
+// Delete removes obj's key from the store (a Remove).
+func (c *Indexer) Delete(obj any) error {
+	_, _, err := c.Remove(obj)
+	return err
+}
+
+// Get returns the object stored under obj's key.
+func (c *Indexer) Get(obj any) (item any, exists bool, err error) {
+	key, err := c.key(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	return c.GetByKey(key)
+}
+
+// GetByKey returns the object stored under key. The error is always nil.
+func (c *Indexer) GetByKey(key string) (item any, exists bool, err error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	item, exists = c.live.items[key]
+	return item, exists, nil
+}
+
+// List returns every object of the live generation, in no particular order.
+func (c *Indexer) List() []any {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	list := make([]any, 0, len(c.live.items))
+	for _, obj := range c.live.items {
+		list = append(list, obj)
+	}
+	return list
+}
+
+// ListKeys returns every key of the live generation, in no particular order.
+func (c *Indexer) ListKeys() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	keys := make([]string, 0, len(c.live.items))
+	for key := range c.live.items {
+		keys = append(keys, key)
+	}
+	return keys
+}
+
+// Replace makes list, at resourceVersion, the store's contents. The new
+// generation is built and indexed before it is swapped in, so readers keep
+// the old one meanwhile; if a key cannot be computed, Replace returns the
+// KeyError and leaves the store unchanged. The same key twice: the later
+// object wins. A restart in progress is not affected.
+func (c *Indexer) Replace(list []any, resourceVersion string) error {
+	c.restartMu.Lock() // holds the indexers still while building
+	defer c.restartMu.Unlock()
+	gen := newGeneration(len(list), c.indexers, nil)
+	for _, obj := range list {
+		key, err := c.key(obj)
+		if err != nil {
+			return err
+		}
+		gen.put(c.indexers, key, obj)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live = gen
+	c.rv = resourceVersion
+	c.liveWrites++
+	return nil
+}
+
+// Resync does nothing, as in client-go's indexer.
+func (c *Indexer) Resync() error { return nil }
+
+// Bookmark records rv as the store's resourceVersion without changing its
+// contents.
+func (c *Indexer) Bookmark(rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rv = rv
+}
+
+// LastStoreSyncResourceVersion returns the resourceVersion the store's
+// contents are consistent with: that of the last write, Replace,
+// FinishRestart or Bookmark. Like client-go's, it returns "" unless the
+// AtomicFIFO feature gate is enabled.
+func (c *Indexer) LastStoreSyncResourceVersion() string {
+	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
+		return ""
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rv
+}
+
+// noIndexError reports an unknown index name in client-go's words.
+func noIndexError(name string) error {
+	return fmt.Errorf("Index with name %s does not exist", name) //nolint:staticcheck // client-go's wording
+}
+
+// Index returns the objects that share at least one indexed value with obj
+// in the named index.
+func (c *Indexer) Index(indexName string, obj any) ([]any, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.byName[indexName]
+	if !ok {
+		return nil, noIndexError(indexName)
+	}
+	values, err := c.indexers[i].fn(obj)
+	if err != nil {
+		return nil, err
+	}
+	idx := c.live.indices[i]
+	if len(values) == 1 {
+		return c.objectsLocked(idx[values[0]]), nil
+	}
+	// Several values may share keys: collect each key once.
+	seen := make(map[string]struct{})
+	for _, v := range values {
+		for key := range idx[v].all() {
+			seen[key] = struct{}{}
+		}
+	}
+	list := make([]any, 0, len(seen))
+	for key := range seen {
+		list = append(list, c.live.items[key])
+	}
+	return list, nil
+}
+
+// objectsLocked returns the live objects of keys; the caller holds mu.
+func (c *Indexer) objectsLocked(keys keySet) []any {
+	list := make([]any, 0, keys.len())
+	for key := range keys.all() {
+		list = append(list, c.live.items[key])
+	}
+	return list
+}
+
+// ByIndex returns the objects whose indexed values in the named index
+// include indexedValue.
+func (c *Indexer) ByIndex(indexName, indexedValue string) ([]any, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.byName[indexName]
+	if !ok {
+		return nil, noIndexError(indexName)
+	}
+	return c.objectsLocked(c.live.indices[i][indexedValue]), nil
+}
+
+// IndexKeys returns, sorted, the keys of the objects whose indexed values in
+// the named index include indexedValue.
+func (c *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.byName[indexName]
+	if !ok {
+		return nil, noIndexError(indexName)
+	}
+	set := c.live.indices[i][indexedValue]
+	keys := make([]string, 0, set.len())
+	for key := range set.all() {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// ListIndexFuncValues returns the values of the named index that at least
+// one object produces, in no particular order; none for an unknown index.
+func (c *Indexer) ListIndexFuncValues(indexName string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	i, ok := c.byName[indexName]
+	if !ok {
+		return []string{}
+	}
+	idx := c.live.indices[i]
+	values := make([]string, 0, len(idx))
+	for v := range idx {
+		values = append(values, v)
+	}
+	return values
+}
+
+// GetIndexers returns a copy of the index functions by name.
+func (c *Indexer) GetIndexers() toolscache.Indexers {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	indexers := make(toolscache.Indexers, len(c.indexers))
+	for _, ix := range c.indexers {
+		indexers[ix.name] = ix.fn
+	}
+	return indexers
+}
+
+// AddIndexers adds indices and indexes the objects already stored, in the
+// live generation and in a restart in progress. A name that already exists
+// is an error ("indexer conflict"), and then nothing is added. The live
+// index is built under the read lock, so readers do not wait for it.
+func (c *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+
+	var conflicts []string
+	for name := range newIndexers {
+		if _, ok := c.byName[name]; ok {
+			conflicts = append(conflicts, name)
+		}
+	}
+	if len(conflicts) > 0 {
+		return fmt.Errorf("indexer conflict: %v", sets.New(conflicts...))
+	}
+	added := sortedIndexers(newIndexers)
+	if len(added) == 0 {
+		return nil
+	}
+
+	// Build every new index before attaching any: an index function that
+	// fails panics and leaves the store as it was.
+	var bufferIndices []index
+	if c.buffer != nil {
+		bufferIndices = buildIndices(added, c.buffer.gen.items)
+	}
+	liveIndices, seen := c.buildLiveIndices(added)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.liveWrites != seen {
+		liveIndices = buildIndices(added, c.live.items)
+	}
+	for i, ix := range added {
+		c.byName[ix.name] = len(c.indexers)
+		c.indexers = append(c.indexers, ix)
+		c.live.indices = append(c.live.indices, liveIndices[i])
+		if c.buffer != nil {
+			c.buffer.gen.indices = append(c.buffer.gen.indices, bufferIndices[i])
+		}
+	}
+	return nil
+}
+
+// buildLiveIndices indexes the live generation under the read lock and
+// returns the indices with the live write count they reflect.
+func (c *Indexer) buildLiveIndices(indexers []namedIndexer) ([]index, uint64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return buildIndices(indexers, c.live.items), c.liveWrites
+}
+
+func buildIndices(indexers []namedIndexer, items map[string]any) []index {
+	indices := make([]index, len(indexers))
+	for i, ix := range indexers {
+		indices[i] = buildIndex(ix, items)
+	}
+	return indices
+}

@@ -1,0 +1,214 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// ErrNoRestart is returned by AddToRestart and FinishRestart when no restart
+// is in progress.
+var ErrNoRestart = errors.New("no restart in progress")
+
+// restart is the buffer of a restart in progress: the next generation, built
+// page by page, indices included, while readers use the live one.
+type restart struct {
+	gen *generation
+	// keys holds the buffered keys in order of first occurrence, for the
+	// diff's list order.
+	keys []string
+}
+
+// Diff is what finishing a restart changed: everything an informer needs to
+// notify its handlers without reading the store again.
+type Diff struct {
+	// ResourceVersion is the resourceVersion the restart finished at.
+	ResourceVersion string
+	// Deleted holds the keys of the replaced generation that the new one
+	// lacks, each with the last object stored under it, ready for OnDelete.
+	// Their order is unspecified.
+	Deleted []toolscache.DeletedFinalStateUnknown
+	// Changes holds every object of the new generation, in the order its key
+	// was first added to the restart (the object is the last one added under
+	// that key). Old is the object the key held before the swap, or nil if
+	// the key is new. Objects kept by relist reuse have Old == New: the very
+	// same pointer.
+	Changes []Change
+	// Reused is the number of Changes whose New is the very object it
+	// replaced (pointer identity): the relist reuse hits.
+	Reused int
+}
+
+// Change is one key of a finished restart: added if Old is nil, otherwise
+// updated from Old to New (possibly the same object).
+type Change struct {
+	Key      string
+	Old, New any
+}
+
+// StartRestart opens an empty restart buffer, discarding any restart in
+// progress. Until FinishRestart, readers and live writes keep using the live
+// generation.
+func (c *Indexer) StartRestart() {
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	c.buffer = nil // let a discarded buffer go before allocating the next
+	// The collection is most likely about as large as it was: size the maps
+	// for that rather than growing them (and their garbage) page by page.
+	c.mu.RLock()
+	size, indexSizes := len(c.live.items), c.live.indexSizes()
+	c.mu.RUnlock()
+	c.buffer = &restart{
+		gen:  newGeneration(size, c.indexers, indexSizes),
+		keys: make([]string, 0, size),
+	}
+}
+
+// Restarting reports whether a restart is in progress.
+func (c *Indexer) Restarting() bool {
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	return c.buffer != nil
+}
+
+// AbortRestart discards the restart in progress, if any; the live
+// generation stays as it is.
+func (c *Indexer) AbortRestart() {
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	c.buffer = nil
+}
+
+// AddToRestart buffers one object of a restart page and returns the object
+// actually buffered. Its key is computed on obj as given (a KeyError if it
+// cannot be). With relist reuse on, if the live generation holds an object
+// with the same key, UID and non-empty resourceVersion, that live object is
+// buffered instead: obj is not kept and transform is not called (reused is
+// true). Otherwise transform, if not nil, is applied to obj first; if it
+// fails, nothing is buffered and its error is returned wrapped. Adding a key
+// already buffered replaces the buffered object. It returns ErrNoRestart if
+// no restart is in progress.
+func (c *Indexer) AddToRestart(obj any, transform toolscache.TransformFunc) (stored any, reused bool, err error) {
+	key, err := c.key(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	if c.buffer == nil {
+		return nil, false, ErrNoRestart
+	}
+	if c.relistReuse {
+		stored, reused = c.unchangedLive(key, obj)
+	}
+	if !reused {
+		stored = obj
+		if transform != nil {
+			if stored, err = transform(obj); err != nil {
+				return nil, false, fmt.Errorf("transforming: %w", err)
+			}
+		}
+	}
+	if _, existed := c.buffer.gen.put(c.indexers, key, stored); !existed {
+		c.buffer.keys = append(c.buffer.keys, key)
+	}
+	return stored, reused, nil
+}
+
+// unchangedLive returns the live object under key if obj is the same
+// version of it: same UID and resourceVersion. An empty resourceVersion
+// proves nothing, so it never matches.
+func (c *Indexer) unchangedLive(key string, obj any) (any, bool) {
+	next, err := meta.Accessor(obj)
+	if err != nil || next.GetResourceVersion() == "" {
+		return nil, false
+	}
+	c.mu.RLock()
+	live, ok := c.live.items[key]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	cur, err := meta.Accessor(live)
+	if err != nil || cur.GetUID() != next.GetUID() || cur.GetResourceVersion() != next.GetResourceVersion() {
+		return nil, false
+	}
+	return live, true
+}
+
+// FinishRestart makes the restart buffer the live generation at
+// resourceVersion and returns the difference to the generation it replaced,
+// which is dropped as a whole (objects that handlers or the Diff still hold
+// stay valid). The diff is computed under the read lock; the write lock is
+// held only for the swap, unless a live write came in between, in which case
+// the diff is computed again under it. It returns ErrNoRestart if no restart
+// is in progress.
+func (c *Indexer) FinishRestart(resourceVersion string) (*Diff, error) {
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	buf := c.buffer
+	if buf == nil {
+		return nil, ErrNoRestart
+	}
+	d := &Diff{ResourceVersion: resourceVersion}
+	seen := c.diffLive(buf, d)
+	if c.testHookBeforeSwap != nil {
+		c.testHookBeforeSwap()
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.liveWrites != seen {
+		buf.diff(c.live, d)
+	}
+	c.live = buf.gen
+	c.rv = resourceVersion
+	c.liveWrites++
+	c.buffer = nil
+	return d, nil
+}
+
+// diffLive fills d under the read lock and returns the live write count it
+// reflects.
+func (c *Indexer) diffLive(buf *restart, d *Diff) uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	buf.diff(c.live, d)
+	return c.liveWrites
+}
+
+// diff fills d with the difference from live to the buffer, reusing d's
+// slices.
+func (r *restart) diff(live *generation, d *Diff) {
+	if cap(d.Changes) < len(r.keys) {
+		d.Changes = make([]Change, len(r.keys))
+	}
+	d.Changes = d.Changes[:len(r.keys)]
+	d.Reused = 0
+	for i, key := range r.keys {
+		next := r.gen.items[key]
+		old := live.items[key]
+		d.Changes[i] = Change{Key: key, Old: old, New: next}
+		if samePointer(old, next) {
+			d.Reused++
+		}
+	}
+	d.Deleted = d.Deleted[:0]
+	for key, obj := range live.items {
+		if _, ok := r.gen.items[key]; !ok {
+			d.Deleted = append(d.Deleted, toolscache.DeletedFinalStateUnknown{Key: key, Obj: obj})
+		}
+	}
+}
+
+// samePointer reports whether a and b are the same pointer. Only pointers
+// are compared: comparing other dynamic types with == could panic.
+func samePointer(a, b any) bool {
+	if a == nil || reflect.TypeOf(a).Kind() != reflect.Pointer {
+		return false
+	}
+	return a == b
+}
