@@ -1,0 +1,348 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/api/meta"
+	clientgofeatures "k8s.io/client-go/features"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// step is one operation of a table case, applied to both stores.
+type step func(h *harness)
+
+func add(o any) step                   { return func(h *harness) { h.add(o) } }
+func update(o any) step                { return func(h *harness) { h.update(o) } }
+func del(o any) step                   { return func(h *harness) { h.delete(o) } }
+func upsert(o any) step                { return func(h *harness) { h.upsert(o) } }
+func remove(o any) step                { return func(h *harness) { h.remove(o) } }
+func replace(rv string, l ...any) step { return func(h *harness) { h.replace(l, rv) } }
+func bookmark(rv string) step          { return func(h *harness) { h.bookmark(rv) } }
+func start() step                      { return func(h *harness) { h.startRestart() } }
+func abort() step                      { return func(h *harness) { h.abortRestart() } }
+func finish(rv string) step            { return func(h *harness) { h.finishRestart(rv) } }
+func buffer(o any) step                { return func(h *harness) { h.addToRestart(o, nil) } }
+func bufferT(o any, tf toolscache.TransformFunc) step {
+	return func(h *harness) { h.addToRestart(o, tf) }
+}
+func addIndexers(names ...string) step {
+	return func(h *harness) {
+		idx := toolscache.Indexers{}
+		for _, n := range names {
+			for _, e := range extraIndexers {
+				if e.name == n {
+					idx[n] = e.fn
+				}
+			}
+		}
+		h.addIndexers(idx)
+	}
+}
+
+// copyOf is a decoded copy of o, as a relist would return it.
+func copyOf(o *pom) *pom { return o.DeepCopy() }
+
+func labels(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+var annotate toolscache.TransformFunc = func(o any) (any, error) {
+	c := o.(*pom).DeepCopy()
+	c.Annotations = map[string]string{"transformed": "yes"}
+	return c, nil
+}
+
+var failTransform toolscache.TransformFunc = func(any) (any, error) { return nil, errors.New("boom") }
+
+// TestIndexerAgainstClientGo runs hand-written operation sequences on our
+// Indexer and client-go's and compares every read after each step.
+func TestIndexerAgainstClientGo(t *testing.T) {
+	a0 := obj("a", "0", "u-a0", "1", labels("color", "red"))
+	a0blue := obj("a", "0", "u-a0", "2", labels("color", "blue", "tags", "x,y"))
+	a0tags := obj("a", "0", "u-a0", "3", labels("color", "blue", "tags", "y,z"))
+	a0bare := obj("a", "0", "u-a0", "4", nil)
+	a1 := obj("a", "1", "u-a1", "5", labels("color", "red", "tags", "x"))
+	a1new := obj("a", "1", "u-a1", "9", labels("color", "green"))
+	b1 := obj("b", "1", "u-b1", "6", labels("tags", "y,y"))
+	c2 := obj("", "2", "u-2", "7", labels("color", "red"))
+	norv := obj("b", "3", "u-b3", "", labels("color", "red"))
+
+	many := func(n int) []step {
+		var steps []step
+		for i := range n {
+			steps = append(steps, add(obj("a", fmt.Sprint("m", i), "", fmt.Sprint(100+i), labels("color", "teal"))))
+		}
+		for i := range n {
+			steps = append(steps, del(obj("a", fmt.Sprint("m", i), "", fmt.Sprint(200+i), nil)))
+		}
+		return steps
+	}
+
+	cases := []struct {
+		name  string
+		reuse bool
+		steps []step
+	}{
+		{name: "empty store"},
+		{name: "add and update move index values", steps: []step{
+			add(a0), add(a1), add(b1), add(c2),
+			update(a0blue), update(a0tags), update(a0bare), update(a0),
+			add(a0), // the same object again
+		}},
+		{name: "upsert and remove return the replaced object", steps: []step{
+			upsert(a0), upsert(a0blue), upsert(a1), remove(a0), remove(a0), remove(a1new),
+		}},
+		{name: "delete by object, tombstone and explicit key", steps: []step{
+			add(a0), add(a1), add(b1),
+			del(a1new), // another object with the same key: deleted, its rv recorded
+			del(toolscache.DeletedFinalStateUnknown{Key: "a/0", Obj: a0}),
+			del(toolscache.DeletedFinalStateUnknown{Key: "a/0", Obj: a0}), // absent
+			del(toolscache.ExplicitKey("b/1")),                            // no metadata: rv kept
+			del(obj("z", "9", "", "77", nil)),                             // absent key, rv still recorded
+		}},
+		{name: "objects without a key are rejected", steps: []step{
+			add(a0), add("not an object"), update(42), del(struct{}{}), upsert(3.5), remove(nil),
+			replace("10", a1, "not an object", b1), // unchanged, rv kept
+		}},
+		{name: "empty resourceVersion is recorded", steps: []step{add(a0), add(norv)}},
+		{name: "replace", steps: []step{
+			add(a0), add(a1), bookmark("3"),
+			replace("50", a1new, b1, c2, b1, a0blue),
+			replace("", a1),
+			replace("60"),
+		}},
+		{name: "bookmark", steps: []step{add(a0), bookmark("100"), add(b1), bookmark("")}},
+		{name: "a set grows past the small-set size and empties", steps: many(3 * maxFewKeys)},
+		{name: "add indexers to a non-empty store", steps: []step{
+			add(a0), add(a1), add(b1),
+			addIndexers("name", "uid"),
+			addIndexers("color"),          // conflict
+			addIndexers(),                 // nothing
+			add(a0blue), del(b1), add(c2), // the new indices follow writes
+		}},
+		{name: "conflicting names add nothing", steps: []step{
+			add(a0), addIndexers("color", "name"), addIndexers("name"), addIndexers("name"),
+		}},
+		{name: "restart replaces the live generation", steps: []step{
+			add(a0), add(a1), add(b1),
+			start(), buffer(a1new), buffer(c2), buffer(norv),
+			finish("10"),
+		}},
+		{name: "restart of an empty store and to an empty store", steps: []step{
+			start(), finish("1"), add(a0), add(a1), start(), finish("2"),
+		}},
+		{name: "restart reuses unchanged objects", reuse: true, steps: []step{
+			add(a0), add(a1), add(b1), add(norv),
+			start(),
+			buffer(copyOf(a0)),    // reused
+			buffer(copyOf(a1new)), // newer rv: not reused
+			buffer(obj("b", "1", "other-uid", "6", nil)), // same rv, other UID: not reused
+			buffer(copyOf(norv)),                         // no rv: not reused
+			finish("11"),
+		}},
+		{name: "restart without reuse keeps the new copies", steps: []step{
+			add(a0), add(a1), start(), buffer(copyOf(a0)), buffer(copyOf(a1)), finish("12"),
+		}},
+		{name: "same key twice in a restart: the later wins", reuse: true, steps: []step{
+			add(a0), add(a1),
+			start(), buffer(copyOf(a0)), buffer(b1), buffer(a0blue), buffer(copyOf(a1)), buffer(a0tags),
+			finish("13"),
+		}},
+		{name: "transform", reuse: true, steps: []step{
+			add(a0), start(),
+			bufferT(copyOf(a0), annotate),      // reused: not transformed
+			bufferT(a1, annotate),              // transformed
+			bufferT(b1, failTransform),         // dropped
+			bufferT("not an object", annotate), // KeyError
+			finish("14"),
+		}},
+		{name: "abort and the restart ops without a restart", steps: []step{
+			add(a0), buffer(a1), finish("1"),
+			start(), buffer(a1), abort(),
+			buffer(b1), finish("2"), abort(),
+		}},
+		{name: "start discards a restart in progress", steps: []step{
+			add(a0), start(), buffer(a1), start(), buffer(b1), finish("15"),
+		}},
+		{name: "live writes during a restart are replaced by the swap", reuse: true, steps: []step{
+			add(a0), add(a1),
+			start(), buffer(copyOf(a0)), add(b1), update(a1new), del(a0), bookmark("20"), buffer(c2),
+			finish("16"),
+		}},
+		{name: "add indexers during a restart", reuse: true, steps: []step{
+			add(a0), add(b1),
+			start(), buffer(copyOf(a0)), buffer(a1),
+			addIndexers("name"),
+			buffer(c2), finish("17"),
+		}},
+		{name: "replace during a restart", steps: []step{
+			add(a0), start(), buffer(a1), replace("30", b1, c2), finish("18"),
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.reuse)
+			h.check()
+			for i, s := range tc.steps {
+				s(h)
+				func() {
+					defer func() {
+						if t.Failed() {
+							t.Logf("after step %d", i)
+						}
+					}()
+					h.check()
+				}()
+			}
+		})
+	}
+}
+
+// panicMessage runs f and returns what it panicked with, or "" if it did not.
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
+}
+
+func failingIndex(o any) ([]string, error) {
+	if m, err := meta.Accessor(o); err == nil && m.GetLabels()["bad"] == "true" {
+		return nil, errors.New("cannot index")
+	}
+	return []string{"ok"}, nil
+}
+
+// TestIndexFuncErrorPanics: an index function that fails on a stored object
+// panics, as in client-go, and with the same message.
+func TestIndexFuncErrorPanics(t *testing.T) {
+	bad := obj("a", "bad", "", "1", labels("bad", "true"))
+	good := obj("a", "good", "", "2", nil)
+	kf := toolscache.MetaNamespaceKeyFunc
+
+	t.Run("Add", func(t *testing.T) {
+		ours := NewIndexer(kf, toolscache.Indexers{"f": failingIndex})
+		theirs := toolscache.NewIndexer(kf, toolscache.Indexers{"f": failingIndex})
+		got := panicMessage(func() { _ = ours.Add(bad) })
+		want := panicMessage(func() { _ = theirs.Add(bad) })
+		if got == "" || got != want {
+			t.Fatalf("Add panicked with %q, client-go with %q", got, want)
+		}
+	})
+
+	t.Run("AddIndexers leaves the store as it was", func(t *testing.T) {
+		ours := NewIndexer(kf, nil)
+		theirs := toolscache.NewIndexer(kf, toolscache.Indexers{})
+		for _, s := range []toolscache.Indexer{ours, theirs} {
+			if err := s.Add(good); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Add(bad); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := panicMessage(func() { _ = ours.AddIndexers(toolscache.Indexers{"f": failingIndex}) })
+		want := panicMessage(func() { _ = theirs.AddIndexers(toolscache.Indexers{"f": failingIndex}) })
+		if got == "" || got != want {
+			t.Fatalf("AddIndexers panicked with %q, client-go with %q", got, want)
+		}
+		if n := len(ours.GetIndexers()); n != 0 {
+			t.Fatalf("after the panic the store has %d indexers, want 0", n)
+		}
+		if err := ours.AddIndexers(toolscache.Indexers{"f": nameIndex}); err != nil {
+			t.Fatalf("AddIndexers after the panic: %v", err)
+		}
+	})
+
+	t.Run("AddToRestart and Replace", func(t *testing.T) {
+		ours := NewIndexer(kf, toolscache.Indexers{"f": failingIndex})
+		if err := ours.Add(good); err != nil {
+			t.Fatal(err)
+		}
+		if msg := panicMessage(func() { _ = ours.Replace([]any{good, bad}, "5") }); !strings.Contains(msg, `key "a/bad" on index "f"`) {
+			t.Fatalf("Replace panicked with %q", msg)
+		}
+		if keys := ours.ListKeys(); len(keys) != 1 || keys[0] != "a/good" {
+			t.Fatalf("after a panicking Replace the store holds %v, want [a/good]", keys)
+		}
+		ours.StartRestart()
+		if msg := panicMessage(func() { _, _, _ = ours.AddToRestart(bad, nil) }); !strings.Contains(msg, "cannot index") {
+			t.Fatalf("AddToRestart panicked with %q", msg)
+		}
+	})
+}
+
+// gates is a client-go feature gate set with AtomicFIFO turned off.
+type gates struct{}
+
+func (gates) Enabled(f clientgofeatures.Feature) bool { return f != clientgofeatures.AtomicFIFO }
+
+func TestLastStoreSyncResourceVersionNeedsAtomicFIFO(t *testing.T) {
+	h := newHarness(t, true)
+	h.add(obj("a", "0", "", "7", nil))
+	if got := h.ours.LastStoreSyncResourceVersion(); got != "7" {
+		t.Fatalf("with AtomicFIFO (the default) LastStoreSyncResourceVersion = %q, want 7", got)
+	}
+	orig := clientgofeatures.FeatureGates()
+	clientgofeatures.ReplaceFeatureGates(gates{})
+	defer clientgofeatures.ReplaceFeatureGates(orig)
+	if got := h.ours.LastStoreSyncResourceVersion(); got != "" {
+		t.Fatalf("without AtomicFIFO LastStoreSyncResourceVersion = %q, want empty", got)
+	}
+	h.check()
+}
+
+func TestGetIndexersReturnsACopy(t *testing.T) {
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers())
+	got := c.GetIndexers()
+	delete(got, "color")
+	got["new"] = nameIndex
+	if names := maps.Collect(maps.All(c.GetIndexers())); len(names) != 3 || names["new"] != nil || names["color"] == nil {
+		t.Fatalf("changing GetIndexers' result changed the store's indexers: %v", names)
+	}
+
+	// Under -race, reading the indexers while they are added must not race.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 20 {
+			if err := c.AddIndexers(toolscache.Indexers{fmt.Sprint("x", i): nameIndex}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	for range 20 {
+		for name := range c.GetIndexers() {
+			_ = name
+		}
+	}
+	wg.Wait()
+	if n := len(c.GetIndexers()); n != 23 {
+		t.Fatalf("%d indexers, want 23", n)
+	}
+}
+
+func TestNewIndexerCopiesIndexers(t *testing.T) {
+	idx := baseIndexers()
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, idx)
+	idx["late"] = nameIndex
+	if err := c.AddIndexers(toolscache.Indexers{"late": uidIndex}); err != nil {
+		t.Fatalf("a name added to the caller's map after NewIndexer conflicts: %v", err)
+	}
+}

@@ -1,0 +1,347 @@
+package cache
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// fill adds n objects a/0..a/n-1 with rv "1" and returns them.
+func fill(t *testing.T, c *Indexer, n int) []*pom {
+	t.Helper()
+	objs := make([]*pom, n)
+	for i := range objs {
+		objs[i] = obj("a", strconv.Itoa(i), "uid-"+strconv.Itoa(i), "1", labels("color", "red"))
+		if err := c.Add(objs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return objs
+}
+
+func mustAddToRestart(t *testing.T, c *Indexer, o any, tf toolscache.TransformFunc) (any, bool) {
+	t.Helper()
+	stored, reused, err := c.AddToRestart(o, tf)
+	if err != nil {
+		t.Fatalf("AddToRestart(%v): %v", o, err)
+	}
+	return stored, reused
+}
+
+func TestRelistReuseKeepsPointerIdentity(t *testing.T) {
+	const n = 50
+	for _, reuse := range []bool{true, false} {
+		t.Run(fmt.Sprint("reuse=", reuse), func(t *testing.T) {
+			c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers(), WithRelistReuse(reuse))
+			live := fill(t, c, n)
+			transformed := 0
+			tf := func(o any) (any, error) { transformed++; return o, nil }
+
+			c.StartRestart()
+			copies := make([]*pom, n)
+			for i, o := range live {
+				copies[i] = o.DeepCopy()
+				stored, reused := mustAddToRestart(t, c, copies[i], tf)
+				want := any(copies[i])
+				if reuse {
+					want = o
+				}
+				if reused != reuse || stored != want {
+					t.Fatalf("object %d: stored %p reused %v; want %p reused %v", i, stored, reused, want, reuse)
+				}
+			}
+			d, err := c.FinishRestart("2")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			wantTransformed, wantReused := n, 0
+			if reuse {
+				wantTransformed, wantReused = 0, n
+			}
+			if transformed != wantTransformed {
+				t.Errorf("transform called %d times, want %d", transformed, wantTransformed)
+			}
+			if d.Reused != wantReused {
+				t.Errorf("Diff.Reused = %d, want %d", d.Reused, wantReused)
+			}
+			for i, ch := range d.Changes {
+				if ch.Old != any(live[i]) || (ch.Old == ch.New) != reuse {
+					t.Fatalf("change %d: Old %p New %p; live %p, reuse %v", i, ch.Old, ch.New, live[i], reuse)
+				}
+			}
+			for i, o := range live {
+				got, _, _ := c.GetByKey("a/" + strconv.Itoa(i))
+				if (got == any(o)) != reuse {
+					t.Fatalf("after the swap a/%d is %p; live was %p, reuse %v", i, got, o, reuse)
+				}
+			}
+			if objs, _ := c.ByIndex("color", "red"); len(objs) != n {
+				t.Fatalf("ByIndex(color, red) has %d objects after the swap, want %d", len(objs), n)
+			}
+		})
+	}
+}
+
+func TestRelistReuseNeedsSameUIDAndResourceVersion(t *testing.T) {
+	live := obj("a", "x", "uid-1", "10", nil)
+	cases := []struct {
+		name      string
+		next      *pom
+		wantReuse bool
+	}{
+		{"same UID and resourceVersion", obj("a", "x", "uid-1", "10", labels("ignored", "yes")), true},
+		{"other UID", obj("a", "x", "uid-2", "10", nil), false},
+		{"other resourceVersion", obj("a", "x", "uid-1", "11", nil), false},
+		{"no UIDs", obj("a", "x", "", "10", nil), false},
+		{"other key", obj("b", "x", "uid-1", "10", nil), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
+			if err := c.Add(live); err != nil {
+				t.Fatal(err)
+			}
+			c.StartRestart()
+			stored, reused := mustAddToRestart(t, c, tc.next, nil)
+			if reused != tc.wantReuse || (stored == any(live)) != tc.wantReuse {
+				t.Fatalf("reused %v, stored live object %v; want %v", reused, stored == any(live), tc.wantReuse)
+			}
+		})
+	}
+
+	t.Run("empty resourceVersion never matches", func(t *testing.T) {
+		c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
+		if err := c.Add(obj("a", "x", "uid-1", "", nil)); err != nil {
+			t.Fatal(err)
+		}
+		c.StartRestart()
+		if _, reused := mustAddToRestart(t, c, obj("a", "x", "uid-1", "", nil), nil); reused {
+			t.Fatal("an object without resourceVersion was reused")
+		}
+	})
+}
+
+func TestFinishRestartDiff(t *testing.T) {
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers())
+	kept := obj("a", "kept", "u1", "1", nil)
+	changed := obj("a", "changed", "u2", "1", nil)
+	gone1 := obj("a", "gone1", "u3", "1", nil)
+	gone2 := obj("b", "gone2", "u4", "1", nil)
+	for _, o := range []*pom{kept, changed, gone1, gone2} {
+		if err := c.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	added := obj("b", "added", "u5", "2", nil)
+	changedNew := obj("a", "changed", "u2", "2", nil)
+	addedAgain := obj("b", "added", "u5", "3", nil)
+
+	c.StartRestart()
+	for _, o := range []*pom{added, kept.DeepCopy(), changedNew, addedAgain} {
+		mustAddToRestart(t, c, o, nil)
+	}
+	d, err := c.FinishRestart("9")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	want := []Change{
+		{Key: "b/added", Old: nil, New: addedAgain}, // first position, last object
+		{Key: "a/kept", Old: kept, New: kept},
+		{Key: "a/changed", Old: changed, New: changedNew},
+	}
+	if !slices.Equal(d.Changes, want) {
+		t.Errorf("Changes = %v, want %v", d.Changes, want)
+	}
+	if d.ResourceVersion != "9" || d.Reused != 1 {
+		t.Errorf("ResourceVersion %q Reused %d, want 9 and 1", d.ResourceVersion, d.Reused)
+	}
+	slices.SortFunc(d.Deleted, func(a, b toolscache.DeletedFinalStateUnknown) int { return cmp.Compare(a.Key, b.Key) })
+	wantDeleted := []toolscache.DeletedFinalStateUnknown{{Key: "a/gone1", Obj: gone1}, {Key: "b/gone2", Obj: gone2}}
+	if !slices.Equal(d.Deleted, wantDeleted) {
+		t.Errorf("Deleted = %v, want %v", d.Deleted, wantDeleted)
+	}
+	if rv := c.LastStoreSyncResourceVersion(); rv != "9" {
+		t.Errorf("LastStoreSyncResourceVersion = %q, want 9", rv)
+	}
+	if c.Restarting() {
+		t.Error("Restarting() after FinishRestart")
+	}
+}
+
+// A live write between the diff (read lock) and the swap (write lock) makes
+// FinishRestart compute the diff again against what it really replaces.
+func TestFinishRestartRecomputesDiffAfterLiveWrite(t *testing.T) {
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
+	a := obj("a", "a", "ua", "1", nil)
+	b := obj("a", "b", "ub", "1", nil)
+	if err := c.Add(a); err != nil {
+		t.Fatal(err)
+	}
+	c.StartRestart()
+	mustAddToRestart(t, c, a.DeepCopy(), nil)
+
+	a2 := obj("a", "a", "ua", "2", nil)
+	c.testHookBeforeSwap = func() {
+		c.testHookBeforeSwap = nil
+		if err := c.Add(a2); err != nil {
+			t.Error(err)
+		}
+		if err := c.Add(b); err != nil {
+			t.Error(err)
+		}
+	}
+	d, err := c.FinishRestart("3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Changes) != 1 || d.Changes[0].Old != any(a2) || d.Changes[0].New != any(a) || d.Reused != 0 {
+		t.Errorf("Changes = %v Reused %d, want a/a from %p (written last) to the reused %p", d.Changes, d.Reused, a2, a)
+	}
+	if len(d.Deleted) != 1 || d.Deleted[0].Key != "a/b" || d.Deleted[0].Obj != any(b) {
+		t.Errorf("Deleted = %v, want a/b written during the restart", d.Deleted)
+	}
+}
+
+func TestRestartOpsWithoutRestart(t *testing.T) {
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
+	if c.Restarting() {
+		t.Fatal("a new indexer is restarting")
+	}
+	if _, _, err := c.AddToRestart(obj("a", "x", "", "1", nil), nil); !errors.Is(err, ErrNoRestart) {
+		t.Errorf("AddToRestart error %v, want ErrNoRestart", err)
+	}
+	if _, err := c.FinishRestart("1"); !errors.Is(err, ErrNoRestart) {
+		t.Errorf("FinishRestart error %v, want ErrNoRestart", err)
+	}
+	c.StartRestart()
+	if !c.Restarting() {
+		t.Fatal("not restarting after StartRestart")
+	}
+	c.AbortRestart()
+	if c.Restarting() {
+		t.Fatal("restarting after AbortRestart")
+	}
+	c.StartRestart()
+	_, _, err := c.AddToRestart(obj("a", "x", "", "1", nil), failTransform)
+	if err == nil || err.Error() != "transforming: boom" {
+		t.Errorf("a failing transform gave %v, want transforming: boom", err)
+	}
+	var keyErr toolscache.KeyError
+	if _, _, err := c.AddToRestart("not an object", nil); !errors.As(err, &keyErr) {
+		t.Errorf("an object without a key gave %v, want a KeyError", err)
+	}
+}
+
+// TestConcurrentReadersSeeWholeGenerations: while restarts replace
+// generation k by generation k+1 (other objects, other sizes), every read
+// sees one complete generation.
+func TestConcurrentReadersSeeWholeGenerations(t *testing.T) {
+	const (
+		generations = 40
+		readers     = 3
+	)
+	size := func(gen int) int { return 50 + 7*(gen%5) } // differs between neighbours
+	genOf := func(o any) int {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			t.Errorf("object without metadata: %v", err)
+			return -1
+		}
+		g, _ := strconv.Atoi(m.GetLabels()["gen"])
+		return g
+	}
+	indexers := toolscache.Indexers{
+		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+		"gen":                     func(o any) ([]string, error) { return []string{strconv.Itoa(genOf(o))}, nil },
+	}
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	build := func(gen int) []*pom {
+		objs := make([]*pom, size(gen))
+		for i := range objs {
+			// Alternate namespaces, and a different resourceVersion per
+			// generation so that nothing is reused.
+			objs[i] = obj([]string{"x", "y"}[i%2], strconv.Itoa(i), "u"+strconv.Itoa(i), strconv.Itoa(gen), labels("gen", strconv.Itoa(gen)))
+		}
+		return objs
+	}
+	for _, o := range build(0) {
+		if err := c.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// check fails unless objs are all of one generation and of its size in
+	// namespace ns ("" for all).
+	check := func(what string, objs []any, ns string) {
+		if len(objs) == 0 {
+			t.Errorf("%s: empty", what)
+			return
+		}
+		gen := genOf(objs[0])
+		for _, o := range objs[1:] {
+			if g := genOf(o); g != gen {
+				t.Errorf("%s mixes generations %d and %d", what, gen, g)
+				return
+			}
+		}
+		want := size(gen)
+		if ns == "x" {
+			want = (want + 1) / 2
+		}
+		if len(objs) != want {
+			t.Errorf("%s: %d objects of generation %d, want %d", what, len(objs), gen, want)
+		}
+	}
+
+	var done atomic.Bool
+	var reads atomic.Int64
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			for !done.Load() && !t.Failed() {
+				check("List", c.List(), "")
+				objs, err := c.ByIndex(toolscache.NamespaceIndex, "x")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				check("ByIndex(namespace, x)", objs, "x")
+				values := c.ListIndexFuncValues("gen")
+				if len(values) != 1 {
+					t.Errorf("ListIndexFuncValues(gen) = %v, want one generation", values)
+				}
+				reads.Add(1)
+			}
+		})
+	}
+	for gen := 1; gen <= generations && !t.Failed(); gen++ {
+		c.StartRestart()
+		for _, o := range build(gen) {
+			if _, _, err := c.AddToRestart(o, nil); err != nil {
+				t.Error(err)
+			}
+		}
+		d, err := c.FinishRestart(strconv.Itoa(gen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Reused != 0 || len(d.Changes) != size(gen) {
+			t.Errorf("generation %d: %d changes, %d reused", gen, len(d.Changes), d.Reused)
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	if reads.Load() == 0 {
+		t.Fatal("no reads ran during the restarts")
+	}
+}
