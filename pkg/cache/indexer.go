@@ -45,9 +45,9 @@ type Indexer struct {
 	indexers []namedIndexer
 	byName   map[string]int
 
-	// testHookBeforeSwap, if set, runs in FinishRestart between computing
-	// the diff and taking the write lock.
-	testHookBeforeSwap func()
+	// testHookBeforeWriteLock, if set, runs where FinishRestart and
+	// AddIndexers go from the read lock to the write lock.
+	testHookBeforeWriteLock func()
 }
 
 // Option configures an Indexer.
@@ -385,6 +385,9 @@ func (c *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 		bufferIndices = buildIndices(added, c.buffer.gen.items)
 	}
 	liveIndices, seen := c.buildLiveIndices(added)
+	if c.testHookBeforeWriteLock != nil {
+		c.testHookBeforeWriteLock()
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

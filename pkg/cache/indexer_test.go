@@ -75,6 +75,7 @@ func TestIndexerAgainstClientGo(t *testing.T) {
 	a0blue := obj("a", "0", "u-a0", "2", labels("color", "blue", "tags", "x,y"))
 	a0tags := obj("a", "0", "u-a0", "3", labels("color", "blue", "tags", "y,z"))
 	a0bare := obj("a", "0", "u-a0", "4", nil)
+	a0x := obj("a", "0", "u-a0", "8", labels("tags", "x"))
 	a1 := obj("a", "1", "u-a1", "5", labels("color", "red", "tags", "x"))
 	a1new := obj("a", "1", "u-a1", "9", labels("color", "green"))
 	b1 := obj("b", "1", "u-b1", "6", labels("tags", "y,y"))
@@ -100,7 +101,7 @@ func TestIndexerAgainstClientGo(t *testing.T) {
 		{name: "empty store"},
 		{name: "add and update move index values", steps: []step{
 			add(a0), add(a1), add(b1), add(c2),
-			update(a0blue), update(a0tags), update(a0bare), update(a0),
+			update(a0blue), update(a0tags), update(a0bare), update(a0), update(a0blue), update(a0x),
 			add(a0), // the same object again
 		}},
 		{name: "upsert and remove return the replaced object", steps: []step{

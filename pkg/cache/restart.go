@@ -155,8 +155,8 @@ func (c *Indexer) FinishRestart(resourceVersion string) (*Diff, error) {
 	}
 	d := &Diff{ResourceVersion: resourceVersion}
 	seen := c.diffLive(buf, d)
-	if c.testHookBeforeSwap != nil {
-		c.testHookBeforeSwap()
+	if c.testHookBeforeWriteLock != nil {
+		c.testHookBeforeWriteLock()
 	}
 
 	c.mu.Lock()

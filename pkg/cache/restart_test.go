@@ -191,8 +191,8 @@ func TestFinishRestartRecomputesDiffAfterLiveWrite(t *testing.T) {
 	mustAddToRestart(t, c, a.DeepCopy(), nil)
 
 	a2 := obj("a", "a", "ua", "2", nil)
-	c.testHookBeforeSwap = func() {
-		c.testHookBeforeSwap = nil
+	c.testHookBeforeWriteLock = func() {
+		c.testHookBeforeWriteLock = nil
 		if err := c.Add(a2); err != nil {
 			t.Error(err)
 		}
@@ -209,6 +209,29 @@ func TestFinishRestartRecomputesDiffAfterLiveWrite(t *testing.T) {
 	}
 	if len(d.Deleted) != 1 || d.Deleted[0].Key != "a/b" || d.Deleted[0].Obj != any(b) {
 		t.Errorf("Deleted = %v, want a/b written during the restart", d.Deleted)
+	}
+}
+
+// Likewise AddIndexers indexes the live generation again if a live write
+// came between its read-locked build and the write lock.
+func TestAddIndexersReindexesAfterLiveWrite(t *testing.T) {
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
+	if err := c.Add(obj("a", "before", "", "1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	c.testHookBeforeWriteLock = func() {
+		c.testHookBeforeWriteLock = nil
+		if err := c.Add(obj("a", "during", "", "2", nil)); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := c.AddIndexers(toolscache.Indexers{"name": nameIndex}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"before", "during"} {
+		if keys, _ := c.IndexKeys("name", name); len(keys) != 1 {
+			t.Errorf("IndexKeys(name, %s) = %v, want [a/%s]", name, keys, name)
+		}
 	}
 }
 
