@@ -21,11 +21,11 @@ type Match struct {
 	Predicate func(*http.Request) bool
 }
 
-func (m Match) matches(r *http.Request, info requestInfo) bool {
-	if len(m.Verbs) > 0 && !slices.Contains(m.Verbs, info.verb) {
+func (m Match) matches(r *http.Request, info RequestInfo) bool {
+	if len(m.Verbs) > 0 && !slices.Contains(m.Verbs, info.Verb) {
 		return false
 	}
-	if m.Resource != "" && m.Resource != info.resource {
+	if m.Resource != "" && m.Resource != info.Resource {
 		return false
 	}
 	return m.Predicate == nil || m.Predicate(r)
@@ -149,7 +149,7 @@ func (in *Injection) Done() bool {
 
 // writeStatus answers with a metav1.Status in JSON, the body the API server
 // sends with its errors and that client-go turns into a StatusError.
-func writeStatus(w http.ResponseWriter, f Fault, info requestInfo) {
+func writeStatus(w http.ResponseWriter, f Fault, info RequestInfo) {
 	st := metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure,
@@ -158,7 +158,7 @@ func writeStatus(w http.ResponseWriter, f Fault, info requestInfo) {
 	switch f.Kind {
 	case Gone:
 		st.Code, st.Reason = http.StatusGone, metav1.StatusReasonExpired
-		if st.Message == "" && info.continued {
+		if st.Message == "" && info.Continued {
 			st.Message = "faultproxy: the continue token has expired (injected); list again without it"
 		} else if st.Message == "" {
 			st.Message = "faultproxy: the resource version has expired (injected)"

@@ -68,7 +68,7 @@ type blackHole struct{ match Match }
 
 type openWatch struct {
 	req    *http.Request
-	info   requestInfo
+	info   RequestInfo
 	cancel context.CancelCauseFunc
 }
 
@@ -238,13 +238,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer p.inflight.Done()
 
-	info := parseRequest(r)
+	info := ParseRequest(r)
 	p.stats.countRequest(info)
 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	defer context.AfterFunc(p.ctx, func() { cancel(errClosed) })()
-	if info.verb == Watch {
+	if info.Verb == Watch {
 		defer p.trackWatch(r, info, cancel)()
 	}
 
@@ -280,7 +280,7 @@ func (p *Proxy) enter() bool {
 	return true
 }
 
-func (p *Proxy) trackWatch(r *http.Request, info requestInfo, cancel context.CancelCauseFunc) (untrack func()) {
+func (p *Proxy) trackWatch(r *http.Request, info RequestInfo, cancel context.CancelCauseFunc) (untrack func()) {
 	w := &openWatch{req: r, info: info, cancel: cancel}
 	p.mu.Lock()
 	p.watches[w] = struct{}{}
@@ -294,7 +294,7 @@ func (p *Proxy) trackWatch(r *http.Request, info requestInfo, cancel context.Can
 
 // take returns the fault of the first rule matching the request and uses up
 // one of the rule's Times.
-func (p *Proxy) take(r *http.Request, info requestInfo) (Fault, bool) {
+func (p *Proxy) take(r *http.Request, info RequestInfo) (Fault, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, in := range p.rules {
@@ -312,7 +312,7 @@ func (p *Proxy) take(r *http.Request, info requestInfo) (Fault, bool) {
 
 // waitWhileHeld blocks while a black hole matches the request; it returns
 // the cause when ctx ends first.
-func (p *Proxy) waitWhileHeld(ctx context.Context, r *http.Request, info requestInfo) error {
+func (p *Proxy) waitWhileHeld(ctx context.Context, r *http.Request, info RequestInfo) error {
 	counted := false
 	for {
 		p.mu.Lock()
@@ -339,7 +339,7 @@ func (p *Proxy) waitWhileHeld(ctx context.Context, r *http.Request, info request
 // body have gone through. When ctx ends (a cut, Close) or the upstream body
 // fails, the client's connection is dropped so that it sees a broken stream,
 // not a clean end.
-func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, info requestInfo, limit int64) {
+func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, info RequestInfo, limit int64) {
 	out := r.Clone(ctx)
 	out.URL.Scheme, out.URL.Host = p.upstream.Scheme, p.upstream.Host
 	out.URL.Path = joinPath(p.upstream.Path, r.URL.Path)

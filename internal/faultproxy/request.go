@@ -24,23 +24,25 @@ const (
 	NonResource Verb = "nonresource"
 )
 
-// requestInfo is what the proxy needs to know about a request to match
-// rules and count it.
-type requestInfo struct {
-	verb     Verb
-	resource string
-	// limited: a list that asks for a page (limit > 0).
-	limited bool
-	// continued: a list that carries a continue token.
-	continued bool
-	// streaming: a watch with sendInitialEvents=true.
-	streaming bool
+// RequestInfo is what the proxy reads from a request to match rules and
+// count it.
+type RequestInfo struct {
+	Verb Verb
+	// Resource is the plural resource name; empty for NonResource requests.
+	Resource string
+	// Limited: a list that asks for a page (limit > 0).
+	Limited bool
+	// Continued: a list that carries a continue token.
+	Continued bool
+	// Streaming: a watch with sendInitialEvents=true, a streaming list.
+	Streaming bool
 }
 
-// parseRequest reads the verb and resource from a Kubernetes API path:
+// ParseRequest reads the verb and resource from a Kubernetes API path,
 // /api/v1[/watch][/namespaces/{ns}]/{resource}[/{name}[/{subresource}]] or
-// the same under /apis/{group}/{version}.
-func parseRequest(r *http.Request) requestInfo {
+// the same under /apis/{group}/{version}, and the list and watch parameters
+// from its query.
+func ParseRequest(r *http.Request) RequestInfo {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	var rest []string
 	switch {
@@ -49,7 +51,7 @@ func parseRequest(r *http.Request) requestInfo {
 	case len(parts) >= 3 && parts[0] == "apis":
 		rest = parts[3:]
 	default:
-		return requestInfo{verb: NonResource}
+		return RequestInfo{Verb: NonResource}
 	}
 	legacyWatch := len(rest) > 0 && rest[0] == "watch"
 	if legacyWatch {
@@ -61,9 +63,9 @@ func parseRequest(r *http.Request) requestInfo {
 		rest = rest[2:]
 	}
 	if len(rest) == 0 || rest[0] == "" {
-		return requestInfo{verb: NonResource}
+		return RequestInfo{Verb: NonResource}
 	}
-	info := requestInfo{resource: rest[0]}
+	info := RequestInfo{Resource: rest[0]}
 	named := len(rest) > 1
 	q := r.URL.Query()
 
@@ -71,30 +73,30 @@ func parseRequest(r *http.Request) requestInfo {
 	case http.MethodGet, http.MethodHead:
 		switch {
 		case legacyWatch || queryBool(q.Get("watch")):
-			info.verb = Watch
-			info.streaming = queryBool(q.Get("sendInitialEvents"))
+			info.Verb = Watch
+			info.Streaming = queryBool(q.Get("sendInitialEvents"))
 		case named:
-			info.verb = Get
+			info.Verb = Get
 		default:
-			info.verb = List
+			info.Verb = List
 			limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
-			info.limited = limit > 0
-			info.continued = q.Get("continue") != ""
+			info.Limited = limit > 0
+			info.Continued = q.Get("continue") != ""
 		}
 	case http.MethodPost:
-		info.verb = Create
+		info.Verb = Create
 	case http.MethodPut:
-		info.verb = Update
+		info.Verb = Update
 	case http.MethodPatch:
-		info.verb = Patch
+		info.Verb = Patch
 	case http.MethodDelete:
 		if named {
-			info.verb = Delete
+			info.Verb = Delete
 		} else {
-			info.verb = DeleteCollection
+			info.Verb = DeleteCollection
 		}
 	default:
-		info.verb = NonResource
+		info.Verb = NonResource
 	}
 	return info
 }
@@ -110,4 +112,4 @@ func HasContinue(r *http.Request) bool { return r.URL.Query().Get("continue") !=
 
 // IsStreamingList reports whether r is a watch with sendInitialEvents=true,
 // a streaming list: a predicate for Match.
-func IsStreamingList(r *http.Request) bool { return parseRequest(r).streaming }
+func IsStreamingList(r *http.Request) bool { return ParseRequest(r).Streaming }

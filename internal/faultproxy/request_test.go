@@ -4,35 +4,37 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 func TestParseRequest(t *testing.T) {
 	for _, tc := range []struct {
 		method, target string
-		want           requestInfo
+		want           RequestInfo
 	}{
-		{"GET", "/api/v1/pods", requestInfo{verb: List, resource: "pods"}},
-		{"GET", "/api/v1/namespaces/ns/pods?limit=10", requestInfo{verb: List, resource: "pods", limited: true}},
-		{"GET", "/api/v1/namespaces/ns/pods?limit=0&continue=x", requestInfo{verb: List, resource: "pods", continued: true}},
-		{"GET", "/api/v1/namespaces", requestInfo{verb: List, resource: "namespaces"}},
-		{"GET", "/api/v1/namespaces/ns", requestInfo{verb: Get, resource: "namespaces"}},
-		{"GET", "/api/v1/namespaces/ns/pods/p/log", requestInfo{verb: Get, resource: "pods"}},
-		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=true", requestInfo{verb: Watch, resource: "rolebindings"}},
-		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=1&sendInitialEvents=true", requestInfo{verb: Watch, resource: "rolebindings", streaming: true}},
-		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=false&limit=5", requestInfo{verb: List, resource: "rolebindings", limited: true}},
-		{"GET", "/apis/apps/v1/watch/namespaces/ns/deployments", requestInfo{verb: Watch, resource: "deployments"}},
-		{"POST", "/apis/apps/v1/namespaces/ns/deployments", requestInfo{verb: Create, resource: "deployments"}},
-		{"PUT", "/apis/apps/v1/namespaces/ns/deployments/d", requestInfo{verb: Update, resource: "deployments"}},
-		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/status", requestInfo{verb: Patch, resource: "deployments"}},
-		{"DELETE", "/apis/apps/v1/namespaces/ns/deployments/d", requestInfo{verb: Delete, resource: "deployments"}},
-		{"DELETE", "/apis/apps/v1/namespaces/ns/deployments", requestInfo{verb: DeleteCollection, resource: "deployments"}},
-		{"GET", "/version", requestInfo{verb: NonResource}},
-		{"GET", "/apis/apps/v1", requestInfo{verb: NonResource}},
-		{"GET", "/api", requestInfo{verb: NonResource}},
-		{"OPTIONS", "/api/v1/pods", requestInfo{verb: NonResource, resource: "pods"}},
+		{"GET", "/api/v1/pods", RequestInfo{Verb: List, Resource: "pods"}},
+		{"GET", "/api/v1/namespaces/ns/pods?limit=10", RequestInfo{Verb: List, Resource: "pods", Limited: true}},
+		{"GET", "/api/v1/namespaces/ns/pods?limit=0&continue=x", RequestInfo{Verb: List, Resource: "pods", Continued: true}},
+		{"GET", "/api/v1/namespaces", RequestInfo{Verb: List, Resource: "namespaces"}},
+		{"GET", "/api/v1/namespaces/ns", RequestInfo{Verb: Get, Resource: "namespaces"}},
+		{"GET", "/api/v1/namespaces/ns/pods/p/log", RequestInfo{Verb: Get, Resource: "pods"}},
+		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=true", RequestInfo{Verb: Watch, Resource: "rolebindings"}},
+		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=1&sendInitialEvents=true", RequestInfo{Verb: Watch, Resource: "rolebindings", Streaming: true}},
+		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=false&limit=5", RequestInfo{Verb: List, Resource: "rolebindings", Limited: true}},
+		{"GET", "/apis/apps/v1/watch/namespaces/ns/deployments", RequestInfo{Verb: Watch, Resource: "deployments"}},
+		{"POST", "/apis/apps/v1/namespaces/ns/deployments", RequestInfo{Verb: Create, Resource: "deployments"}},
+		{"PUT", "/apis/apps/v1/namespaces/ns/deployments/d", RequestInfo{Verb: Update, Resource: "deployments"}},
+		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/status", RequestInfo{Verb: Patch, Resource: "deployments"}},
+		{"DELETE", "/apis/apps/v1/namespaces/ns/deployments/d", RequestInfo{Verb: Delete, Resource: "deployments"}},
+		{"DELETE", "/apis/apps/v1/namespaces/ns/deployments", RequestInfo{Verb: DeleteCollection, Resource: "deployments"}},
+		{"GET", "/version", RequestInfo{Verb: NonResource}},
+		{"GET", "/apis/apps/v1", RequestInfo{Verb: NonResource}},
+		{"GET", "/api", RequestInfo{Verb: NonResource}},
+		{"OPTIONS", "/api/v1/pods", RequestInfo{Verb: NonResource, Resource: "pods"}},
 	} {
 		r := httptest.NewRequest(tc.method, tc.target, nil)
-		if got := parseRequest(r); got != tc.want {
+		if got := ParseRequest(r); got != tc.want {
 			t.Errorf("%s %s: got %+v, want %+v", tc.method, tc.target, got, tc.want)
 		}
 	}
@@ -46,5 +48,24 @@ func TestPredicates(t *testing.T) {
 	r = httptest.NewRequest(http.MethodGet, "/api/v1/pods?watch=true&sendInitialEvents=true", nil)
 	if HasContinue(r) || !IsStreamingList(r) {
 		t.Errorf("streaming watch: HasContinue=%v IsStreamingList=%v", HasContinue(r), IsStreamingList(r))
+	}
+}
+
+func TestRequestCounterCountsLikeTheProxy(t *testing.T) {
+	b := newBackend(t, nil)
+	p := newProxy(t, &rest.Config{Host: b.URL})
+	var rc RequestCounter
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: rc.Wrap(tr)}
+	for _, path := range []string{rbPath + "?limit=1", rbPath + "?limit=1&continue=x", rbPath + "?watch=true&sendInitialEvents=true", "/version"} {
+		get(t, c, p.URL()+path)
+	}
+	want := RequestCounts{Lists: 2, ListsWithLimit: 2, ListsWithContinue: 1, Watches: 1, StreamingWatches: 1, Other: 1}
+	if got := rc.Counts(); got != want {
+		t.Errorf("RequestCounter.Counts() = %+v, want %+v", got, want)
+	}
+	if got := p.Stats().Requests; got != rc.Counts() {
+		t.Errorf("proxy counted %+v, client %+v", got, rc.Counts())
 	}
 }

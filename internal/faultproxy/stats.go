@@ -1,6 +1,9 @@
 package faultproxy
 
-import "sync/atomic"
+import (
+	"net/http"
+	"sync/atomic"
+)
 
 // Stats counts what went through a Proxy: requests by kind, as they arrived
 // (faulted ones included), and the faults it injected.
@@ -35,6 +38,30 @@ type FaultCounts struct {
 	BlackHoled int64
 }
 
+// RequestCounter counts requests by kind on the client side, the way a
+// Proxy does: wrap a rest.Config's transport with Wrap to compare what a
+// client sent with what the proxy saw. Its methods are safe for concurrent use.
+type RequestCounter struct{ c counters }
+
+// Count counts r.
+func (rc *RequestCounter) Count(r *http.Request) { rc.c.countRequest(ParseRequest(r)) }
+
+// Counts returns the counts so far.
+func (rc *RequestCounter) Counts() RequestCounts { return rc.c.snapshot().Requests }
+
+// Wrap returns a RoundTripper that counts every request, then sends it
+// through rt; its signature fits rest.Config's WrapTransport.
+func (rc *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		rc.Count(r)
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // counters is Stats with atomic fields, updated from request goroutines.
 type counters struct {
 	lists, listsWithLimit, listsWithContinue, watches, streamingWatches, other atomic.Int64
@@ -42,19 +69,19 @@ type counters struct {
 	watchesCut, blackHoled                                                     atomic.Int64
 }
 
-func (c *counters) countRequest(info requestInfo) {
-	switch info.verb {
+func (c *counters) countRequest(info RequestInfo) {
+	switch info.Verb {
 	case List:
 		c.lists.Add(1)
-		if info.limited {
+		if info.Limited {
 			c.listsWithLimit.Add(1)
 		}
-		if info.continued {
+		if info.Continued {
 			c.listsWithContinue.Add(1)
 		}
 	case Watch:
 		c.watches.Add(1)
-		if info.streaming {
+		if info.Streaming {
 			c.streamingWatches.Add(1)
 		}
 	default:
