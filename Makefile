@@ -32,9 +32,14 @@ test: vet
 unit:
 	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v /test/envtest)
 
-# bench: until the side-by-side benchmark lands, the package benchmarks.
+# bench: hack/bench, memory and time side by side with client-go on a real
+# API server (envtest, or --kubeconfig); results in _output/bench/. Flags go
+# through BENCH_FLAGS, e.g. make bench BENCH_FLAGS='--objects 100000 --runs 1'.
+BENCH_FLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
+	$(GO) build -o _output/bench/bench ./hack/bench && \
+	KUBEBUILDER_ASSETS="$$assets" _output/bench/bench $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin _output

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/leaninformer/leaninformer/internal/faultproxy"
+	"github.com/leaninformer/leaninformer/internal/testenv"
+)
+
+// TestMain lets the test binary serve as the smoke test's child process.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		os.Exit(childMain(os.Args[2:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func TestBenchIndexInvertsNames(t *testing.T) {
+	for _, i := range []int{0, 9, 10, 12345, 99999} {
+		rb := roleBinding(i)
+		if got := benchIndex(rb.Namespace, rb.Name); got != i {
+			t.Errorf("benchIndex(%s/%s) = %d, want %d", rb.Namespace, rb.Name, got, i)
+		}
+		if n := len(rb.Subjects); n < 3 || n > 5 {
+			t.Errorf("object %d has %d subjects, want 3 to 5", i, n)
+		}
+		if !isBench(rb) {
+			t.Errorf("object %d lacks the bench label", i)
+		}
+	}
+	for _, nn := range [][2]string{{nsName(1), rbName(2)}, {"default", rbName(0)}, {nsName(0), "rb-x"}, {nsName(0), "rb-0"}} {
+		if got := benchIndex(nn[0], nn[1]); got != -1 {
+			t.Errorf("benchIndex(%s/%s) = %d, want -1", nn[0], nn[1], got)
+		}
+	}
+}
+
+func TestCheckRequests(t *testing.T) {
+	byName := func(name string) variant {
+		t.Helper()
+		v, err := findVariant(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	floor := byName("floor")
+	stream := byName("client-go")
+	list := byName("client-go-list")
+	for _, tc := range []struct {
+		v        variant
+		c        faultproxy.RequestCounts
+		restarts int
+		pageSize int64
+		ok       bool
+	}{
+		{stream, faultproxy.RequestCounts{Watches: 1, StreamingWatches: 1}, 1, 500, true},
+		{stream, faultproxy.RequestCounts{Watches: 1, StreamingWatches: 1, Lists: 1}, 1, 500, false},
+		{stream, faultproxy.RequestCounts{Watches: 3, StreamingWatches: 1}, 2, 500, false},
+		{list, faultproxy.RequestCounts{Lists: 1, Watches: 1}, 1, 500, true},
+		{list, faultproxy.RequestCounts{Lists: 1, Watches: 1, StreamingWatches: 1}, 1, 500, false},
+		// 1000 objects in pages of 300: 4 pages, 3 continues per list.
+		{floor, faultproxy.RequestCounts{Lists: 4, ListsWithLimit: 4, ListsWithContinue: 3}, 1, 300, true},
+		{floor, faultproxy.RequestCounts{Lists: 4, ListsWithLimit: 3, ListsWithContinue: 3}, 1, 300, false},
+		{floor, faultproxy.RequestCounts{Lists: 3, ListsWithLimit: 3, ListsWithContinue: 2}, 1, 300, false},
+		{floor, faultproxy.RequestCounts{Lists: 8, ListsWithLimit: 8, ListsWithContinue: 6}, 2, 300, true},
+		{floor, faultproxy.RequestCounts{Lists: 1}, 1, 0, true},
+	} {
+		err := tc.v.checkRequests(tc.c, tc.restarts, 1000, tc.pageSize)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s with %+v, %d restarts, page %d: error %v, want ok=%v", tc.v.name, tc.c, tc.restarts, tc.pageSize, err, tc.ok)
+		}
+	}
+}
+
+func TestMedianAndLimit(t *testing.T) {
+	if got := median([]float64{5, 1, 3}); got != 3 {
+		t.Errorf("median of 3 = %v", got)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median of 4 = %v", got)
+	}
+	phases := []Phase{
+		{Row: "floor", SteadyHeap: 10 << 20, BaselineRuntime: 6 << 20},
+		{Row: "floor", SteadyHeap: 30 << 20, BaselineRuntime: 8 << 20},
+		{Row: "floor", SteadyHeap: 20 << 20, BaselineRuntime: 7 << 20},
+		{Row: "floor", SteadyHeap: 99 << 20, MemLimit: 1}, // a limited run: ignored
+		{Row: "client-go", SteadyHeap: 50 << 20},
+	}
+	if got, err := memLimitFrom(phases); err != nil || got != 37<<20 {
+		t.Errorf("memLimitFrom = %d MiB, %v; want 1.5*20+7 = 37 MiB", got>>20, err)
+	}
+	if _, err := memLimitFrom(phases[4:]); err == nil {
+		t.Error("memLimitFrom without a floor succeeded")
+	}
+}
+
+func TestGoals(t *testing.T) {
+	r := &Report{Rows: []Row{
+		{Name: "ours-listwatch", Median: Phase{PeakHeap: 30, PeakLive: 26, SteadyHeap: 25, SyncSeconds: 1}},
+		{Name: "ours-listwatch relist", Median: Phase{PeakHeap: 40, PeakLive: 28}},
+		{Name: "client-go-list", Median: Phase{PeakHeap: 50, SyncSeconds: 2}},
+		{Name: "client-go-list relist", Median: Phase{PeakHeap: 80, PeakLive: 56}},
+	}}
+	got := map[string]Goal{}
+	for _, g := range goals(r) {
+		got[g.Goal] = g
+	}
+	for goal, want := range map[string]float64{
+		"relist: marked-live peak vs client-go":              0.5,
+		"relist: marked-live peak vs our steady store":       28.0 / 25,
+		"relist: sampled peak vs client-go":                  0.5,
+		"initial sync: sampled peak vs client-go LIST":       0.6,
+		"initial sync: marked-live peak vs our steady store": 26.0 / 25,
+		"time to sync vs client-go":                          0.5,
+	} {
+		if g, ok := got[goal]; !ok || g.Ratio != want || g.Met != (want <= g.Target) {
+			t.Errorf("goal %q = %+v (present %v), want ratio %v", goal, g, ok, want)
+		}
+	}
+	if _, ok := got["initial sync: sampled peak vs client-go streaming"]; ok {
+		t.Error("a goal was computed for a row the run does not have")
+	}
+}
+
+func TestChildEnv(t *testing.T) {
+	env := childEnv([]string{"PATH=/bin", "GOGC=off", "GOMEMLIMIT=1", "KUBE_FEATURE_WatchListClient=true"}, 50, 1234, []string{"KUBE_FEATURE_WatchListClient=false"})
+	want := []string{"PATH=/bin", "GOGC=50", "GOMEMLIMIT=1234", "KUBE_FEATURE_WatchListClient=false"}
+	if !slices.Equal(env, want) {
+		t.Errorf("childEnv = %v, want %v", env, want)
+	}
+}
+
+func TestChartIsValidSVG(t *testing.T) {
+	rows := []Row{{Name: "a<b", Median: Phase{PeakHeap: 3 << 20, PeakLive: 2 << 20, SteadyHeap: 1 << 20}}, {Name: "c"}}
+	svg := chartSVG("t & t", rows)
+	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+		t.Fatalf("chart is not well-formed XML: %v", err)
+	}
+	if n := bytes.Count(svg, []byte("<title>")); n != len(rows)*len(series) {
+		t.Errorf("chart has %d bars, want %d", n, len(rows)*len(series))
+	}
+	for _, raw := range []float64{0.3, 7, 42, 180} {
+		if s := niceStep(raw); s < raw || s > 5*raw {
+			t.Errorf("niceStep(%v) = %v", raw, s)
+		}
+	}
+}
+
+// smokeVariants are what TestSmoke runs besides the floor: those of them
+// this build has.
+const smokeVariants = "^(client-go-list|client-go-reflector|ours-pipeline-listwatch|ours-listwatch)$"
+
+// TestSmoke runs the whole benchmark on a few objects against envtest: the
+// children (this test binary, see TestMain) must sync, relist and pass their
+// own request checks and the proxy's.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	if _, err := testenv.AssetsDir(); err != nil {
+		t.Skipf("no envtest binaries: %v", err)
+	}
+	o := options{
+		objects: 30, runs: 1, pageSize: 7, gogc: 100,
+		variants: smokeVariants,
+		out:      t.TempDir(), memLimit: true, workers: 8, interval: 2 * time.Millisecond,
+		exe: os.Args[0], commandLine: "smoke",
+		relistDelay: 0, // the short-watch path of client-go's relist, to save time
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, o, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+
+	var rep Report
+	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.MemLimit <= 0 {
+		t.Errorf("GOMEMLIMIT = %d, want one computed from the floor", rep.MemLimit)
+	}
+	selected, err := selectVariants(smokeVariants + "|^floor$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantRows []string
+	for _, v := range selected {
+		wantRows = append(wantRows, v.rows()...)
+	}
+	if len(wantRows) < 4 {
+		t.Fatalf("smoke rows %v: want at least the floor, an informer with its relist and a reflector", wantRows)
+	}
+	for _, lim := range []int64{0, rep.MemLimit} {
+		for _, name := range wantRows {
+			row, ok := rep.row(name, lim)
+			if !ok {
+				t.Errorf("no row %q with GOMEMLIMIT %d", name, lim)
+				continue
+			}
+			if m := row.Median; m.Objects < o.objects || m.SyncSeconds <= 0 || m.PeakRSS == 0 || m.BaselineHeap == 0 {
+				t.Errorf("row %q (limit %d) has implausible figures: %+v", name, lim, m)
+			}
+		}
+	}
+	if row, _ := rep.row("floor", 0); row.Median.Requests.ListsWithContinue < 4 {
+		t.Errorf("the floor sent %+v, want >= 4 continues for 30+ objects in pages of 7", row.Median.Requests)
+	}
+	if row, _ := rep.row("client-go-list", 0); row.Median.SteadyHeap <= 0 {
+		t.Errorf("client-go-list keeps %d bytes above baseline, want a store", row.Median.SteadyHeap)
+	}
+	md, err := os.ReadFile(filepath.Join(o.out, "results.md"))
+	if err != nil || string(md) != stdout.String() || !strings.Contains(string(md), "| client-go-list relist |") {
+		t.Errorf("results.md (err %v) differs from stdout or lacks the relist row:\n%s", err, md)
+	}
+	for _, chart := range []string{"chart.svg", "chart-memlimit.svg"} {
+		svg, err := os.ReadFile(filepath.Join(o.out, chart))
+		if err != nil || xml.Unmarshal(svg, new(struct{})) != nil {
+			t.Errorf("%s missing or not XML: %v", chart, err)
+		}
+	}
+}

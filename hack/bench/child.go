@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/leaninformer/leaninformer/internal/faultproxy"
+	"github.com/leaninformer/leaninformer/internal/memstat"
+)
+
+// defaultRelistDelay: client-go takes a watch that ends within a second of
+// opening, without events, for a broken one and relists at once; past that
+// second it re-watches first and relists on the 410, the usual path in a
+// long-running controller, which the benchmark measures.
+const defaultRelistDelay = 1500 * time.Millisecond
+
+// childFlag, as the first argument, makes the program a child that measures
+// one variant and prints its Phases.
+const childFlag = "--child"
+
+// The child's side of the protocol on its stdout and stdin.
+const (
+	// msgRelist (child to parent): synced and measured; force a relist now.
+	msgRelist = "relist"
+	// msgGo (parent to child): the watch is cut and the next one will get 410.
+	msgGo = "go"
+	// msgResult (child to parent) prefixes the JSON of the Phases.
+	msgResult = "result "
+)
+
+type childOptions struct {
+	variant    string
+	kubeconfig string
+	// benchObjects is the number of bench RoleBindings the cluster holds;
+	// total all RoleBindings (the floor's slice capacity).
+	benchObjects, total int
+	pageSize            int64
+	interval            time.Duration
+	timeout             time.Duration
+	// relistDelay is how long after the sync the relist is forced.
+	relistDelay time.Duration
+}
+
+func childMain(args []string) int {
+	var o childOptions
+	fs := flag.NewFlagSet("bench "+childFlag, flag.ContinueOnError)
+	fs.StringVar(&o.variant, "variant", "", "variant to measure")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the (proxied) cluster")
+	fs.IntVar(&o.benchObjects, "bench-objects", 0, "bench RoleBindings in the cluster")
+	fs.IntVar(&o.total, "total", 0, "RoleBindings in the cluster")
+	fs.Int64Var(&o.pageSize, "page-size", 500, "LIST page size")
+	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
+	fs.DurationVar(&o.relistDelay, "relist-delay", defaultRelistDelay, "force the relist this long after the sync")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := runChild(ctx, o, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "bench child %s: %v\n", o.variant, err)
+		return 1
+	}
+	return 0
+}
+
+// child measures one variant in this process.
+type child struct {
+	opts childOptions
+	v    variant
+	cs   kubernetes.Interface
+	lw   toolscache.ListerWatcher
+	ctl  *control
+
+	requests faultproxy.RequestCounter
+	// relistArmed makes the transport record, in relistStart (Unix ns), when
+	// the first LIST or streaming watch of the forced relist goes out.
+	relistArmed atomic.Bool
+	relistStart atomic.Int64
+}
+
+func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) error {
+	v, err := findVariant(o.variant)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	// Protobuf, as controllers use for built-in types; no client-side
+	// throttling, so that paginated strategies are not penalised by QPS.
+	cfg.ContentType = apiruntime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = apiruntime.ContentTypeProtobuf + "," + apiruntime.ContentTypeJSON
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c := &child{opts: o, v: v, ctl: &control{in: bufio.NewReader(in), out: out}}
+	cfg.Wrap(c.countRequests)
+	if c.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	c.lw = listWatch(c.cs)
+
+	var phases []Phase
+	switch v.kind {
+	case informerKind:
+		phases, err = c.runInformer(ctx)
+	case noStoreKind:
+		phases, err = c.runNoStore(ctx)
+	case floorKind:
+		phases, err = c.runFloor(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(phases)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s%s\n", msgResult, b)
+	return err
+}
+
+// listWatch is the ListerWatcher client-go's generated informers build for
+// RoleBindings in all namespaces.
+func listWatch(cs kubernetes.Interface) toolscache.ListerWatcher {
+	rbs := cs.RbacV1().RoleBindings(metav1.NamespaceAll)
+	return toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (apiruntime.Object, error) {
+			return rbs.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return rbs.Watch(ctx, opts)
+		},
+	}, cs)
+}
+
+func (c *child) countRequests(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		c.requests.Count(r)
+		if c.relistArmed.Load() {
+			if info := faultproxy.ParseRequest(r); info.Verb == faultproxy.List || info.Streaming {
+				c.relistStart.CompareAndSwap(0, time.Now().UnixNano())
+			}
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// runInformer measures the initial sync of the variant's informer, then,
+// for relist variants, a forced relist.
+func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
+	base := measureBaseline()
+	w, err := startWindow(c.opts.interval)
+	if err != nil {
+		return nil, err
+	}
+	inf, err := c.newInformer()
+	if err != nil {
+		return nil, err
+	}
+	h := &countingHandler{}
+	reg, err := inf.AddEventHandler(h)
+	if err != nil {
+		return nil, fmt.Errorf("add event handler: %w", err)
+	}
+	if c.v.strip {
+		if err := inf.SetTransform(crcache.TransformStripManagedFields()); err != nil {
+			return nil, fmt.Errorf("set transform: %w", err)
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go inf.RunWithContext(runCtx)
+	if err := waitFor(ctx, reg.HasSyncedChecker().Done(), "the informer and its handler to sync"); err != nil {
+		return nil, err
+	}
+	syncedAt := time.Now()
+	p := w.stop(base, c.v.name)
+
+	total, err := c.countObjects(inf.GetStore().List())
+	if err != nil {
+		return nil, err
+	}
+	p.Objects = total
+	if adds := h.adds.Load(); adds != int64(total) {
+		return nil, fmt.Errorf("the handler got %d adds for %d objects in the store", adds, total)
+	}
+	p.Requests = c.requests.Counts()
+	if err := c.v.checkRequests(p.Requests, 1, total, c.opts.pageSize); err != nil {
+		return nil, err
+	}
+	phases := []Phase{p}
+	if c.v.relist {
+		time.Sleep(time.Until(syncedAt.Add(c.opts.relistDelay)))
+		r, err := c.relist(ctx, base, inf, h, total)
+		if err != nil {
+			return nil, err
+		}
+		phases = append(phases, r)
+	}
+	return phases, nil
+}
+
+// relist has the parent cut the informer's watch and refuse the next one
+// with 410 Gone, and measures until the relist has reached the handler: with
+// no resync period, every object of the relist is handed to the handler as
+// an update (client-go's handlers start out "syncing" and stay so), so the
+// relist is over when the handler has counted that many updates.
+func (c *child) relist(ctx context.Context, base baseline, inf toolscache.SharedIndexInformer, h *countingHandler, objects int) (Phase, error) {
+	memstat.HeapAfterGC() // start from the steady heap
+	before := c.requests.Counts()
+	done := h.expectUpdates(int64(objects))
+	w, err := startWindow(c.opts.interval)
+	if err != nil {
+		return Phase{}, err
+	}
+	c.relistArmed.Store(true)
+	if err := c.ctl.relist(); err != nil {
+		return Phase{}, err
+	}
+	if err := waitFor(ctx, done, fmt.Sprintf("%d update notifications after the forced relist", objects)); err != nil {
+		return Phase{}, fmt.Errorf("%w (got %d)", err, h.updates.Load())
+	}
+	end := time.Now()
+	p := w.stop(base, c.v.name+" relist")
+	start := c.relistStart.Load()
+	if start == 0 {
+		return Phase{}, errors.New("the handler got its updates but no relist request went out")
+	}
+	p.SyncSeconds = end.Sub(time.Unix(0, start)).Seconds()
+	p.Objects = len(inf.GetStore().ListKeys())
+	p.Requests = subCounts(c.requests.Counts(), before)
+	if p.Requests.Watches == 0 {
+		return Phase{}, fmt.Errorf("no watch was refused before the relist: %+v", p.Requests)
+	}
+	if err := c.v.checkRequests(p.Requests, 1, objects, c.opts.pageSize); err != nil {
+		return Phase{}, fmt.Errorf("relist: %w", err)
+	}
+	return p, nil
+}
+
+// runNoStore measures the list machinery alone until the initial list is
+// complete: client-go's Reflector or our pipeline, into sinks that keep
+// nothing.
+func (c *child) runNoStore(ctx context.Context) ([]Phase, error) {
+	base := measureBaseline()
+	w, err := startWindow(c.opts.interval)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var seen func() (total, bench int)
+	var synced <-chan struct{}
+	if c.v.ours {
+		seen, synced, err = c.startPipeline(runCtx)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		sink := &discardStore{replaced: make(chan struct{})}
+		r := toolscache.NewReflectorWithOptions(c.lw, &rbacv1.RoleBinding{}, sink, toolscache.ReflectorOptions{})
+		go r.RunWithContext(runCtx)
+		seen, synced = sink.seen, sink.replaced
+	}
+	if err := waitFor(ctx, synced, "the initial list"); err != nil {
+		return nil, err
+	}
+	p := w.stop(base, c.v.name)
+	total, bench := seen()
+	if bench != c.opts.benchObjects {
+		return nil, fmt.Errorf("saw %d bench RoleBindings, want %d", bench, c.opts.benchObjects)
+	}
+	p.Objects = total
+	p.Requests = c.requests.Counts()
+	if err := c.v.checkRequests(p.Requests, 1, total, c.opts.pageSize); err != nil {
+		return nil, err
+	}
+	return []Phase{p}, nil
+}
+
+// runFloor lists page by page and keeps a copy of every object in a slice
+// sized up front: the least any store of these objects can hold.
+func (c *child) runFloor(ctx context.Context) ([]Phase, error) {
+	base := measureBaseline()
+	w, err := startWindow(c.opts.interval)
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]*rbacv1.RoleBinding, 0, c.opts.total)
+	for cont := ""; ; {
+		page, err := c.cs.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: c.opts.pageSize, Continue: cont})
+		if err != nil {
+			return nil, fmt.Errorf("list RoleBindings: %w", err)
+		}
+		for i := range page.Items {
+			rb := page.Items[i] // a copy: the page's array can go
+			objs = append(objs, &rb)
+		}
+		if cont = page.Continue; cont == "" {
+			break
+		}
+	}
+	p := w.stop(base, c.v.name)
+	items := make([]any, len(objs))
+	for i, o := range objs {
+		items[i] = o
+	}
+	total, err := c.countObjects(items)
+	if err != nil {
+		return nil, err
+	}
+	runtime.KeepAlive(objs)
+	p.Objects = total
+	p.Requests = c.requests.Counts()
+	if err := c.v.checkRequests(p.Requests, 1, total, c.opts.pageSize); err != nil {
+		return nil, err
+	}
+	return []Phase{p}, nil
+}
+
+// countObjects returns len(objs) after checking that the bench RoleBindings
+// among them are all there.
+func (c *child) countObjects(objs []any) (int, error) {
+	bench := 0
+	for _, o := range objs {
+		if isBench(o) {
+			bench++
+		}
+	}
+	if bench != c.opts.benchObjects {
+		return 0, fmt.Errorf("holding %d bench RoleBindings, want %d", bench, c.opts.benchObjects)
+	}
+	return len(objs), nil
+}
+
+func isBench(o any) bool {
+	rb, ok := o.(*rbacv1.RoleBinding)
+	return ok && rb.Labels[benchLabel] == benchLabelValue
+}
+
+// countingHandler counts notifications, as cheaply as a handler that
+// enqueues keys.
+type countingHandler struct {
+	adds, updates, deletes atomic.Int64
+
+	mu     sync.Mutex
+	target int64
+	done   chan struct{}
+}
+
+func (h *countingHandler) OnAdd(any, bool) { h.adds.Add(1) }
+func (h *countingHandler) OnDelete(any)    { h.deletes.Add(1) }
+
+func (h *countingHandler) OnUpdate(_, _ any) {
+	n := h.updates.Add(1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done != nil && n >= h.target {
+		close(h.done)
+		h.done = nil
+	}
+}
+
+// expectUpdates returns a channel closed once n more updates have arrived.
+func (h *countingHandler) expectUpdates(n int64) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.target = h.updates.Load() + n
+	h.done = make(chan struct{})
+	return h.done
+}
+
+// discardStore is a Reflector store that keeps nothing: it counts what a
+// Replace hands it and reports the first one.
+type discardStore struct {
+	replaced     chan struct{}
+	once         sync.Once
+	total, bench atomic.Int64
+}
+
+func (s *discardStore) Add(any) error    { return nil }
+func (s *discardStore) Update(any) error { return nil }
+func (s *discardStore) Delete(any) error { return nil }
+func (s *discardStore) Resync() error    { return nil }
+
+func (s *discardStore) Replace(items []any, _ string) error {
+	s.once.Do(func() {
+		s.total.Store(int64(len(items)))
+		var bench int64
+		for _, o := range items {
+			if isBench(o) {
+				bench++
+			}
+		}
+		s.bench.Store(bench)
+		close(s.replaced)
+	})
+	return nil
+}
+
+func (s *discardStore) seen() (total, bench int) { return int(s.total.Load()), int(s.bench.Load()) }
+
+// control is the child's end of the line protocol with the parent.
+type control struct {
+	in  *bufio.Reader
+	out io.Writer
+}
+
+// relist asks the parent to force a relist and waits until it has.
+func (c *control) relist() error {
+	if _, err := fmt.Fprintln(c.out, msgRelist); err != nil {
+		return err
+	}
+	line, err := c.in.ReadString('\n')
+	if err != nil || line != msgGo+"\n" {
+		return fmt.Errorf("waiting for the parent to force the relist: got %q, %v", line, err)
+	}
+	return nil
+}
+
+func waitFor(ctx context.Context, done <-chan struct{}, what string) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("gave up waiting for %s: %w", what, context.Cause(ctx))
+	}
+}
+
+func subCounts(a, b faultproxy.RequestCounts) faultproxy.RequestCounts {
+	return faultproxy.RequestCounts{
+		Lists:             a.Lists - b.Lists,
+		ListsWithLimit:    a.ListsWithLimit - b.ListsWithLimit,
+		ListsWithContinue: a.ListsWithContinue - b.ListsWithContinue,
+		Watches:           a.Watches - b.Watches,
+		StreamingWatches:  a.StreamingWatches - b.StreamingWatches,
+		Other:             a.Other - b.Other,
+	}
+}
+
+// newInformer builds the variant's informer with the namespace index
+// client-go's informer factories add.
+func (c *child) newInformer() (toolscache.SharedIndexInformer, error) {
+	opts := toolscache.SharedIndexInformerOptions{
+		Indexers: toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
+	}
+	if c.v.ours {
+		return c.newOursInformer(opts)
+	}
+	return toolscache.NewSharedIndexInformerWithOptions(c.lw, &rbacv1.RoleBinding{}, opts), nil
+}

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Row is one line of a results table: the medians of a row's runs.
+type Row struct {
+	Name     string `json:"name"`
+	Desc     string `json:"description"`
+	MemLimit int64  `json:"memLimitBytes"`
+	Runs     int    `json:"runs"`
+	// Median holds the median of each figure over the runs, separately.
+	Median Phase `json:"median"`
+}
+
+// Goal is one of issue 7's targets, as a ratio measured in this run.
+type Goal struct {
+	Goal   string  `json:"goal"`
+	Ours   string  `json:"ours"`
+	Theirs string  `json:"theirs"`
+	Ratio  float64 `json:"ratio"`
+	Target float64 `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+// Machine describes where the benchmark ran.
+type Machine struct {
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	MemoryGiB int    `json:"memoryGiB"`
+	Kernel    string `json:"kernel"`
+	Go        string `json:"go"`
+}
+
+// Report is everything results.json holds.
+type Report struct {
+	Command       string  `json:"command"`
+	Date          string  `json:"date"`
+	Machine       Machine `json:"machine"`
+	ServerVersion string  `json:"serverVersion"`
+	Objects       int     `json:"objects"`
+	TotalObjects  int     `json:"totalObjects"`
+	PageSize      int64   `json:"pageSize"`
+	GOGC          int     `json:"gogc"`
+	Runs          int     `json:"runs"`
+	MemLimit      int64   `json:"memLimitBytes"`
+	Rows          []Row   `json:"rows"`
+	Goals         []Goal  `json:"goals"`
+	AllRuns       []Phase `json:"allRuns"`
+}
+
+func newReport(o options, vs []variant, phases []Phase, limit int64, total int, serverVersion string) *Report {
+	r := &Report{
+		Command:       o.commandLine,
+		Date:          time.Now().UTC().Format(time.RFC3339),
+		Machine:       machine(),
+		ServerVersion: serverVersion,
+		Objects:       o.objects,
+		TotalObjects:  total,
+		PageSize:      o.pageSize,
+		GOGC:          o.gogc,
+		Runs:          o.runs,
+		MemLimit:      limit,
+		AllRuns:       phases,
+	}
+	for _, lim := range r.limits() {
+		for _, v := range vs {
+			for _, name := range v.rows() {
+				if row, ok := aggregate(name, v.desc, lim, phases); ok {
+					r.Rows = append(r.Rows, row)
+				}
+			}
+		}
+	}
+	r.Goals = goals(r)
+	return r
+}
+
+// aggregate takes the median of every figure of row name's runs.
+func aggregate(name, desc string, limit int64, phases []Phase) (Row, bool) {
+	var ps []Phase
+	for _, p := range phases {
+		if p.Row == name && p.MemLimit == limit {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		return Row{}, false
+	}
+	if strings.HasSuffix(name, " relist") {
+		desc = "forced relist (410 Gone) of: " + desc
+	}
+	f := func(get func(Phase) float64) float64 {
+		xs := make([]float64, len(ps))
+		for i, p := range ps {
+			xs[i] = get(p)
+		}
+		return median(xs)
+	}
+	m := Phase{
+		Row:             name,
+		MemLimit:        limit,
+		SyncSeconds:     f(func(p Phase) float64 { return p.SyncSeconds }),
+		PeakHeap:        int64(f(func(p Phase) float64 { return float64(p.PeakHeap) })),
+		PeakLive:        int64(f(func(p Phase) float64 { return float64(p.PeakLive) })),
+		SteadyHeap:      int64(f(func(p Phase) float64 { return float64(p.SteadyHeap) })),
+		PeakRSS:         uint64(f(func(p Phase) float64 { return float64(p.PeakRSS) })),
+		GCCPUSeconds:    f(func(p Phase) float64 { return p.GCCPUSeconds }),
+		GCs:             uint64(f(func(p Phase) float64 { return float64(p.GCs) })),
+		Objects:         int(f(func(p Phase) float64 { return float64(p.Objects) })),
+		BaselineHeap:    uint64(f(func(p Phase) float64 { return float64(p.BaselineHeap) })),
+		BaselineRSS:     uint64(f(func(p Phase) float64 { return float64(p.BaselineRSS) })),
+		BaselineRuntime: uint64(f(func(p Phase) float64 { return float64(p.BaselineRuntime) })),
+		Requests:        ps[0].Requests,
+	}
+	return Row{Name: name, Desc: desc, MemLimit: limit, Runs: len(ps), Median: m}, true
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (r *Report) row(name string, limit int64) (Row, bool) {
+	for _, row := range r.Rows {
+		if row.Name == name && row.MemLimit == limit {
+			return row, true
+		}
+	}
+	return Row{}, false
+}
+
+// goals computes issue 7's ratios for the rows this run has.
+func goals(r *Report) []Goal {
+	type pair struct{ ours, theirs string }
+	informers := []pair{{"ours-listwatch", "client-go-list"}, {"ours-stream", "client-go"}}
+	heap := func(p Phase) float64 { return float64(p.PeakHeap) }
+	live := func(p Phase) float64 { return float64(p.PeakLive) }
+	var gs []Goal
+	// add compares num of row ours with den of row theirs (which may be
+	// one of ours: the steady store).
+	add := func(goal, ours, theirs string, limit int64, target float64, num, den func(Phase) float64) {
+		o, ok := r.row(ours, limit)
+		if !ok {
+			return
+		}
+		t, ok := r.row(theirs, limit)
+		if !ok || den(t.Median) <= 0 {
+			return
+		}
+		ratio := num(o.Median) / den(t.Median)
+		gs = append(gs, Goal{Goal: goal, Ours: o.Name, Theirs: t.Name, Ratio: ratio, Target: target, Met: ratio <= target})
+	}
+	steady := func(p Phase) float64 { return float64(p.SteadyHeap) }
+	for _, p := range informers {
+		add("relist: marked-live peak vs client-go", p.ours+" relist", p.theirs+" relist", 0, 0.55, live, live)
+		add("relist: marked-live peak vs our steady store", p.ours+" relist", p.ours, 0, 1.15, live, steady)
+		add("relist: sampled peak vs client-go", p.ours+" relist", p.theirs+" relist", 0, 0.8, heap, heap)
+		if r.MemLimit > 0 {
+			add("relist under GOMEMLIMIT: sampled peak vs client-go", p.ours+" relist", p.theirs+" relist", r.MemLimit, 0.6, heap, heap)
+		}
+	}
+	for _, ours := range []string{"ours-listwatch", "ours-stream"} {
+		add("initial sync: sampled peak vs client-go streaming", ours, "client-go", 0, 1.0, heap, heap)
+		add("initial sync: sampled peak vs client-go LIST", ours, "client-go-list", 0, 0.7, heap, heap)
+		add("initial sync: marked-live peak vs our steady store", ours, ours, 0, 1.1, live, steady)
+	}
+	add("without store: sampled peak vs client-go's reflector", "ours-pipeline-listwatch", "client-go-reflector-list", 0, 0.15, heap, heap)
+	add("without store: sampled peak vs client-go's reflector", "ours-pipeline-stream", "client-go-reflector", 0, 0.15, heap, heap)
+	sync := func(p Phase) float64 { return p.SyncSeconds }
+	for _, p := range informers {
+		add("time to sync vs client-go", p.ours, p.theirs, 0, 1.1, sync, sync)
+	}
+	return gs
+}
+
+// write prints the tables to stdout and writes results.md, results.json
+// and the charts to dir.
+func (r *Report) write(dir string, stdout io.Writer) error {
+	md := r.markdown()
+	if _, err := io.WriteString(stdout, md); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"results.md":   []byte(md),
+		"results.json": append(js, '\n'),
+		"chart.svg":    chartSVG(fmt.Sprintf("Heap above baseline, %d RoleBindings, GOGC=%d (MiB, medians of %d runs)", r.Objects, r.GOGC, r.Runs), r.rowsWithLimit(0)),
+	}
+	if r.MemLimit > 0 {
+		files["chart-memlimit.svg"] = chartSVG(fmt.Sprintf("Heap above baseline, %d RoleBindings, GOMEMLIMIT=%.0f MiB (MiB, medians of %d runs)", r.Objects, mib(r.MemLimit), r.Runs), r.rowsWithLimit(r.MemLimit))
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// limits are the GOMEMLIMIT settings of the run: none, and the computed one.
+func (r *Report) limits() []int64 {
+	if r.MemLimit > 0 {
+		return []int64{0, r.MemLimit}
+	}
+	return []int64{0}
+}
+
+func (r *Report) rowsWithLimit(limit int64) []Row {
+	var rows []Row
+	for _, row := range r.Rows {
+		if row.MemLimit == limit {
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+func mib[T int64 | uint64 | float64](b T) float64 { return float64(b) / (1 << 20) }
+
+func (r *Report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## leaninformer vs client-go: %d RoleBindings\n\n", r.Objects)
+	fmt.Fprintf(&b, "`%s` on %s (%d cores, %d GiB, Linux %s, %s), API server %s, %s.\n",
+		r.Command, r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.ServerVersion, r.Date)
+	fmt.Fprintf(&b, "%d bench RoleBindings in %d namespaces (%d in the cluster in all), protobuf on the wire, page size %d, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
+		r.Objects, benchNamespaces, r.TotalObjects, r.PageSize, r.GOGC, r.Runs)
+	b.WriteString("Heap columns are MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns). " +
+		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *steady*: heap after GC at the end; " +
+		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +
+		"*sync*: seconds to synced and handler drained (relist rows: from the relist's first request until the handler has all of it). " +
+		"*objects*: in the store (rows without store: objects the list brought).\n\n")
+	for _, lim := range r.limits() {
+		if lim == 0 {
+			fmt.Fprintf(&b, "### GOGC=%d, no memory limit\n\n", r.GOGC)
+		} else {
+			fmt.Fprintf(&b, "### GOMEMLIMIT=%.0f MiB (1.5 x the floor + the baseline runtime memory)\n\n", mib(lim))
+		}
+		b.WriteString("| variant | sync s | peak heap | peak live | steady | peak RSS | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, row := range r.rowsWithLimit(lim) {
+			m := row.Median
+			fmt.Fprintf(&b, "| %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.3f | %d | %d | %.1f | %.1f |\n",
+				row.Name, m.SyncSeconds, mib(float64(m.PeakHeap)), mib(float64(m.PeakLive)), mib(float64(m.SteadyHeap)),
+				mib(m.PeakRSS), m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("Variants:\n\n")
+	for _, row := range r.rowsWithLimit(0) {
+		fmt.Fprintf(&b, "- `%s`: %s\n", row.Name, row.Desc)
+	}
+	if len(r.Goals) > 0 {
+		b.WriteString("\n### Goals of issue 7 (ours / theirs, measured in this run)\n\n| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
+		for _, g := range r.Goals {
+			met := "no"
+			if g.Met {
+				met = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %.2f | <= %.2f | %s |\n", g.Goal, g.Ours, g.Theirs, g.Ratio, g.Target, met)
+		}
+	}
+	return b.String()
+}
+
+func machine() Machine {
+	m := Machine{CPU: "unknown", Cores: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		s := bufio.NewScanner(bytes.NewReader(b))
+		for s.Scan() {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
+			m.MemoryGiB = (kb + 1<<19) >> 20
+		}
+	}
+	return m
+}

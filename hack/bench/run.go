@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/leaninformer/leaninformer/internal/faultproxy"
+)
+
+// run is the parent: cluster, population, children, report.
+func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
+	selected, err := selectVariants(o.variants)
+	if err != nil {
+		return err
+	}
+	// The floor goes first in every run: GOMEMLIMIT is computed from it.
+	if o.memLimit && !slices.ContainsFunc(selected, func(v variant) bool { return v.kind == floorKind }) {
+		floor, _ := findVariant("floor")
+		selected = append(selected, floor)
+	}
+	slices.SortStableFunc(selected, func(a, b variant) int { return cmpBool(a.kind != floorKind, b.kind != floorKind) })
+	if err := os.MkdirAll(filepath.Join(o.out, "logs"), 0o755); err != nil {
+		return err
+	}
+
+	prog := newProgress(stderr)
+	started := time.Now()
+	if o.kubeconfig == "" {
+		prog.set("starting kube-apiserver and etcd (envtest)")
+	}
+	cl, err := startCluster(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := cl.stop(); stopErr != nil && err == nil {
+			err = fmt.Errorf("stop envtest: %w", stopErr)
+		}
+	}()
+	admin := rest.CopyConfig(cl.cfg)
+	admin.QPS, admin.Burst = 5000, 10000
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return err
+	}
+	serverVersion := "unknown"
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		serverVersion = v.GitVersion
+	}
+	total, err := populate(ctx, cs, o.objects, o.workers, prog.set)
+	if err != nil {
+		return err
+	}
+	prog.finish(fmt.Sprintf("populate: the cluster holds %d bench RoleBindings, %d in all (%s)", o.objects, total, since(started)))
+
+	m := &measurer{o: o, admin: admin, total: total, prog: prog, dir: o.out}
+	m.jobs = len(selected) * o.runs
+	if o.memLimit {
+		m.jobs *= 2
+	}
+	var phases []Phase
+	for run := range o.runs {
+		for _, v := range selected {
+			ps, err := m.runChild(ctx, v, 0, run)
+			if err != nil {
+				return err
+			}
+			phases = append(phases, ps...)
+		}
+	}
+	var limit int64
+	if o.memLimit {
+		if limit, err = memLimitFrom(phases); err != nil {
+			return err
+		}
+		for run := range o.runs {
+			for _, v := range selected {
+				ps, err := m.runChild(ctx, v, limit, run)
+				if err != nil {
+					return err
+				}
+				phases = append(phases, ps...)
+			}
+		}
+	}
+	prog.finish(fmt.Sprintf("measured %d children in %s", m.done, since(started)))
+
+	rep := newReport(o, selected, phases, limit, total, serverVersion)
+	return rep.write(o.out, stdout)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+func since(t time.Time) string { return time.Since(t).Round(time.Second).String() }
+
+// memLimitFrom is 1.5 times the floor's steady heap plus the Go runtime's
+// memory at the floor child's baseline (medians): near what a process
+// holding only the objects needs.
+func memLimitFrom(phases []Phase) (int64, error) {
+	var floor, base []float64
+	for _, p := range phases {
+		if p.Row == "floor" && p.MemLimit == 0 {
+			floor = append(floor, float64(p.SteadyHeap))
+			base = append(base, float64(p.BaselineRuntime))
+		}
+	}
+	if len(floor) == 0 {
+		return 0, errors.New("GOMEMLIMIT needs the floor variant's figures")
+	}
+	return int64(1.5*median(floor) + median(base)), nil
+}
+
+// measurer runs children one at a time.
+type measurer struct {
+	o          options
+	admin      *rest.Config
+	total      int
+	prog       *progress
+	dir        string
+	jobs, done int
+}
+
+// runChild measures v in a fresh child process behind a fresh proxy, and
+// checks through the proxy's counts that the child used v's strategy.
+func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run int) ([]Phase, error) {
+	label := fmt.Sprintf("%s run %d/%d", v.name, run+1, m.o.runs)
+	if memLimit > 0 {
+		label += fmt.Sprintf(" GOMEMLIMIT=%.0fMiB", mib(memLimit))
+	}
+	m.prog.set(fmt.Sprintf("measure [%d/%d] %s", m.done+1, m.jobs, label))
+
+	proxy, err := faultproxy.New(m.admin)
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.Close()
+	kubeconfig := filepath.Join(m.dir, "kubeconfig-proxy")
+	if err := writeKubeconfig(kubeconfig, proxy.URL()); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(m.dir, "logs", strings.NewReplacer(" ", "_", "/", "_", "=", "").Replace(label)+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+
+	timeout := max(10*time.Minute, time.Duration(m.total)*10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, m.o.exe, childFlag,
+		"--variant", v.name,
+		"--kubeconfig", kubeconfig,
+		"--bench-objects", strconv.Itoa(m.o.objects),
+		"--total", strconv.Itoa(m.total),
+		"--page-size", strconv.FormatInt(m.o.pageSize, 10),
+		"--sample-interval", m.o.interval.String(),
+		"--timeout", timeout.String(),
+		"--relist-delay", m.o.relistDelay.String(),
+	)
+	cmd.Env = childEnv(os.Environ(), m.o.gogc, memLimit, v.env())
+	cmd.Stderr = logFile
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start child %s: %w", label, err)
+	}
+	phases, protoErr := talk(stdout, stdin, proxy)
+	if protoErr != nil {
+		cancel() // the child may be waiting for us
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case waitErr != nil || protoErr != nil:
+		return nil, fmt.Errorf("child %s failed: %v (protocol: %v); the end of %s:\n%s", label, waitErr, protoErr, logPath, tail(logPath, 15))
+	case phases == nil:
+		return nil, fmt.Errorf("child %s printed no result; see %s", label, logPath)
+	}
+
+	restarts := 1
+	st := proxy.Stats()
+	if v.relist {
+		restarts = 2
+		if st.Faults.Gone != 1 || st.Faults.WatchesCut < 1 {
+			return nil, fmt.Errorf("child %s: the proxy cut %d watches and refused %d with 410, want >= 1 and 1", label, st.Faults.WatchesCut, st.Faults.Gone)
+		}
+	}
+	if err := v.checkRequests(st.Requests, restarts, m.total, m.o.pageSize); err != nil {
+		return nil, fmt.Errorf("child %s, as the proxy saw it: %w", label, err)
+	}
+	for i := range phases {
+		phases[i].MemLimit = memLimit
+	}
+	m.done++
+	return phases, nil
+}
+
+// talk runs the parent's side of the protocol: it forces a relist when the
+// child asks and returns the child's result.
+func talk(stdout io.Reader, stdin io.WriteCloser, proxy *faultproxy.Proxy) ([]Phase, error) {
+	defer stdin.Close()
+	var phases []Phase
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == msgRelist:
+			if err := forceRelist(proxy); err != nil {
+				return nil, err
+			}
+			if _, err := fmt.Fprintln(stdin, msgGo); err != nil {
+				return nil, err
+			}
+		case strings.HasPrefix(line, msgResult):
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, msgResult)), &phases); err != nil {
+				return nil, fmt.Errorf("child result: %w", err)
+			}
+		default:
+			return nil, fmt.Errorf("unexpected line from the child: %q", line)
+		}
+	}
+	return phases, sc.Err()
+}
+
+// forceRelist makes the child relist: the next RoleBinding watch gets 410
+// Gone, and the open one is cut so that the client opens that next one.
+func forceRelist(p *faultproxy.Proxy) error {
+	watches := faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: "rolebindings"}
+	if _, err := p.Inject(faultproxy.Rule{Match: watches, Fault: faultproxy.Fault{Kind: faultproxy.Gone}, Times: 1}); err != nil {
+		return err
+	}
+	if n := p.CutWatches(watches); n == 0 {
+		return errors.New("force relist: the child has no RoleBinding watch open")
+	}
+	return nil
+}
+
+// childEnv is the parent's environment with GOGC, GOMEMLIMIT and client-go
+// feature gates replaced by the child's.
+func childEnv(environ []string, gogc int, memLimit int64, extra []string) []string {
+	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "KUBE_FEATURE_")
+	})
+	env = append(env, "GOGC="+strconv.Itoa(gogc))
+	if memLimit > 0 {
+		env = append(env, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
+	}
+	return append(env, extra...)
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// progress keeps one status line on stderr up to date.
+type progress struct {
+	w    io.Writer
+	last int
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w} }
+
+func (p *progress) set(s string) {
+	pad := max(0, p.last-len(s))
+	fmt.Fprintf(p.w, "\r%s%s", s, strings.Repeat(" ", pad))
+	p.last = len(s)
+}
+
+// finish replaces the status line with s and moves to a new line.
+func (p *progress) finish(s string) {
+	p.set(s)
+	fmt.Fprintln(p.w)
+	p.last = 0
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/leaninformer/leaninformer/internal/faultproxy"
+)
+
+// kind is what a variant's child process runs.
+type kind uint8
+
+const (
+	// informerKind: a SharedIndexInformer with one handler that counts
+	// notifications, as a controller would have.
+	informerKind kind = iota
+	// noStoreKind: the list-and-watch machinery alone, into a sink that keeps
+	// nothing: client-go's Reflector or our listerwatcher pipeline.
+	noStoreKind
+	// floorKind: the decoded objects in a plain slice, nothing else.
+	floorKind
+)
+
+// mode is how a variant gets the collection.
+type mode uint8
+
+const (
+	// streaming: one WATCH with sendInitialEvents=true.
+	streaming mode = iota
+	// listing: LIST requests (client-go: RV=0, answered in one piece by the
+	// watch cache; ours and the floor: pages of --page-size with continue).
+	listing
+)
+
+// variant is one configuration measured in its own child processes.
+type variant struct {
+	name string
+	desc string
+	kind kind
+	ours bool
+	mode mode
+	// relist: after the initial sync, force a relist (410 Gone) and report
+	// it as a row of its own.
+	relist bool
+	// strip: controller-runtime's TransformStripManagedFields transform.
+	strip bool
+}
+
+// env is the extra environment of the variant's child.
+func (v variant) env() []string {
+	if !v.ours && v.mode == listing && v.kind != floorKind {
+		return []string{"KUBE_FEATURE_WatchListClient=false"}
+	}
+	return nil
+}
+
+// rows are the names of the table rows a variant's child reports.
+func (v variant) rows() []string {
+	if v.relist {
+		return []string{v.name, v.name + " relist"}
+	}
+	return []string{v.name}
+}
+
+// variants lists every variant, ours only when this build has them (see
+// ours.go).
+func variants() []variant {
+	vs := []variant{
+		{name: "floor", kind: floorKind, mode: listing,
+			desc: "the decoded objects in a plain slice (paged LIST)"},
+		{name: "client-go", kind: informerKind, mode: streaming, relist: true,
+			desc: "client-go informer, default feature gates (streaming list)"},
+		{name: "client-go-list", kind: informerKind, mode: listing, relist: true,
+			desc: "client-go informer, KUBE_FEATURE_WatchListClient=false (LIST)"},
+		{name: "client-go-reflector", kind: noStoreKind, mode: streaming,
+			desc: "client-go Reflector into a store that keeps nothing (streaming list)"},
+		{name: "client-go-reflector-list", kind: noStoreKind, mode: listing,
+			desc: "client-go Reflector into a store that keeps nothing (LIST)"},
+		{name: "client-go-strip", kind: informerKind, mode: streaming, strip: true,
+			desc: "client-go informer (streaming list) with TransformStripManagedFields"},
+	}
+	return append(vs, oursVariants()...)
+}
+
+// selectVariants returns the variants whose name matches the regular
+// expression expr (all of them for "").
+func selectVariants(expr string) ([]variant, error) {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("--variants %q: %w", expr, err)
+	}
+	var out []variant
+	for _, v := range variants() {
+		if re.MatchString(v.name) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--variants %q matches none of %v", expr, variantNames())
+	}
+	return out, nil
+}
+
+func variantNames() []string {
+	var names []string
+	for _, v := range variants() {
+		names = append(names, v.name)
+	}
+	return names
+}
+
+func findVariant(name string) (variant, error) {
+	for _, v := range variants() {
+		if v.name == name {
+			return v, nil
+		}
+	}
+	return variant{}, fmt.Errorf("unknown variant %q (known: %v)", name, variantNames())
+}
+
+// checkRequests verifies that requests, the requests of restarts full
+// (re)lists of total objects, are what v's strategy sends, so that no row
+// reports a strategy that did not run.
+func (v variant) checkRequests(c faultproxy.RequestCounts, restarts, total int, pageSize int64) error {
+	restarts64 := int64(restarts)
+	switch {
+	case v.mode == streaming:
+		if c.StreamingWatches < restarts64 || c.Lists != 0 {
+			return fmt.Errorf("%s should stream: want >= %d watches with sendInitialEvents=true and no LIST, got %+v", v.name, restarts, c)
+		}
+	case v.ours || v.kind == floorKind:
+		pages, limited := int64(1), c.Lists
+		if pageSize > 0 {
+			pages = max(1, (int64(total)+pageSize-1)/pageSize)
+		} else {
+			limited = 0 // --page-size 0 asks for everything at once
+		}
+		if c.StreamingWatches != 0 || c.Lists < restarts64*pages || c.ListsWithLimit != limited || c.ListsWithContinue < restarts64*(pages-1) {
+			return fmt.Errorf("%s should list in pages of %d: want >= %d LISTs of %d pages, all with a limit, and no streaming watch, got %+v",
+				v.name, pageSize, restarts, pages, c)
+		}
+	default:
+		if c.Lists < restarts64 || c.StreamingWatches != 0 {
+			return fmt.Errorf("%s should LIST: want >= %d LIST and no streaming watch, got %+v", v.name, restarts, c)
+		}
+	}
+	return nil
+}
