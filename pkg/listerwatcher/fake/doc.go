@@ -1,0 +1,32 @@
+// Package fake is an in-memory API server for one resource, for tests and
+// benchmarks of code that lists and watches through a client-go
+// ListerWatcher.
+//
+// A Server stores objects of the item type of the list it is given (for
+// instance &corev1.ConfigMapList{} stores *corev1.ConfigMap) under real,
+// increasing resourceVersions, keeps a multi-version history until Compact,
+// and answers LIST and WATCH the way a kube-apiserver does:
+//
+//   - LIST pages with limit and opaque continue tokens read a consistent
+//     snapshot at the first page's resourceVersion; a page costs O(page), so
+//     100,000 objects stay fast. resourceVersion="0" ignores the limit (the
+//     watch cache does), an unknown future resourceVersion answers "Too large
+//     resource version", and a resourceVersionMatch or resourceVersion sent
+//     together with continue is rejected.
+//   - WATCH from a resourceVersion replays the history after it; from "" or
+//     "0" it first sends synthetic ADDED events of the current state.
+//     sendInitialEvents=true streams the state and, when bookmarks are
+//     allowed, ends it with the BOOKMARK annotated
+//     k8s.io/initial-events-end: "true" (without bookmarks the real server
+//     sends the state but never the end bookmark; so does this one).
+//   - Compact makes older resourceVersions and continue tokens answer
+//     410 Expired, as an error for LIST and as an ERROR event for WATCH.
+//
+// Faults are injected per request with SetFault, and on open watches with
+// CloseWatches, SendWatchError, SendBookmark and SendWatchEvent. Every
+// request is logged (Requests) for assertions. Label and field selectors are
+// recorded but not applied.
+//
+// Objects handed out are deep copies, as a client decoding a response would
+// get; objects handed in are copied too, so callers may reuse them.
+package fake

@@ -1,0 +1,179 @@
+package fake
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The messages of the real API server, so that callers matching on them work.
+const (
+	continueExpired = "The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter."
+	rvWithContinue = "specifying resource version is not allowed when using continue"
+)
+
+var listGK = schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}
+
+// list serves a LIST: a page of at most opts.Limit objects of a consistent
+// snapshot, in key order.
+func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if err := s.admit(ctx, "list", opts); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap, after, limit, err := s.listStart(opts)
+	if err != nil {
+		return nil, err
+	}
+	keys := s.sortedKeys()
+	i := sort.SearchStrings(keys, after)
+	if i < len(keys) && after != "" && keys[i] == after {
+		i++
+	}
+	found := make([]*version, 0, min(int64(s.live), max(limit, 0)))
+	var next string // the continue token, when objects remain
+	for ; i < len(keys); i++ {
+		v := visibleAt(s.heads[keys[i]], snap)
+		if v == nil {
+			continue
+		}
+		if limit > 0 && int64(len(found)) == limit {
+			next = encodeContinue(snap, keys[i-1])
+			break
+		}
+		found = append(found, v)
+	}
+	list, err := s.newList(found)
+	if err != nil {
+		return nil, err
+	}
+	lm, _ := meta.ListAccessor(list)
+	lm.SetResourceVersion(formatRV(snap))
+	lm.SetContinue(next)
+	return list, nil
+}
+
+// listStart validates opts as the API server does and returns the snapshot
+// to read, the key to start after and the page limit (0: no limit).
+func (s *Server) listStart(opts metav1.ListOptions) (snap uint64, after string, limit int64, err error) {
+	if errs := validateList(opts); len(errs) > 0 {
+		return 0, "", 0, apierrors.NewInvalid(listGK, "", errs)
+	}
+	limit = opts.Limit
+	if opts.Continue != "" {
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return 0, "", 0, apierrors.NewBadRequest(rvWithContinue)
+		}
+		snap, after, err = decodeContinue(opts.Continue)
+		if err != nil {
+			return 0, "", 0, err
+		}
+		if snap < s.compacted {
+			return 0, "", 0, apierrors.NewResourceExpired(continueExpired)
+		}
+		return snap, after, limit, nil
+	}
+	switch opts.ResourceVersion {
+	case "":
+		return s.rv, "", limit, nil
+	case "0":
+		// Served from the watch cache, which ignores the limit.
+		return s.rv, "", 0, nil
+	}
+	rv, err := parseRV(opts.ResourceVersion)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	if rv > s.rv {
+		return 0, "", 0, TooLargeResourceVersion(rv, s.rv)
+	}
+	exact := opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
+		(opts.ResourceVersionMatch == "" && limit > 0)
+	if !exact {
+		return s.rv, "", limit, nil
+	}
+	if rv < s.compacted {
+		return 0, "", 0, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))
+	}
+	return rv, "", limit, nil
+}
+
+// validateList applies the API server's validation of LIST options.
+func validateList(opts metav1.ListOptions) field.ErrorList {
+	var errs field.ErrorList
+	if match := opts.ResourceVersionMatch; match != "" {
+		path := field.NewPath("resourceVersionMatch")
+		if opts.ResourceVersion == "" {
+			errs = append(errs, field.Forbidden(path, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+		}
+		if opts.Continue != "" {
+			errs = append(errs, field.Forbidden(path, "resourceVersionMatch is forbidden when continue is provided"))
+		}
+		if match != metav1.ResourceVersionMatchExact && match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.NotSupported(path, match, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan)}))
+		}
+		if match == metav1.ResourceVersionMatchExact && opts.ResourceVersion == "0" {
+			errs = append(errs, field.Forbidden(path, `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+		}
+	}
+	if opts.SendInitialEvents != nil {
+		errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+	}
+	return errs
+}
+
+// newList builds the list object, deep-copying each version straight into
+// Items as decoding a response would.
+func (s *Server) newList(found []*version) (runtime.Object, error) {
+	listPtr := reflect.New(s.listType)
+	list := listPtr.Interface().(runtime.Object)
+	if len(found) == 0 {
+		return list, nil
+	}
+	if !s.deepCopyInto.IsValid() {
+		objs := make([]runtime.Object, len(found))
+		for i, v := range found {
+			objs[i] = v.obj.DeepCopyObject()
+		}
+		return list, meta.SetList(list, objs)
+	}
+	items := listPtr.Elem().FieldByName("Items")
+	items.Set(reflect.MakeSlice(items.Type(), len(found), len(found)))
+	args := make([]reflect.Value, 2)
+	for i, v := range found {
+		args[0], args[1] = reflect.ValueOf(v.obj), items.Index(i).Addr()
+		s.deepCopyInto.Call(args)
+	}
+	return list, nil
+}
+
+// A continue token names the snapshot and the last key served. Real tokens
+// are opaque too; callers must not parse them.
+func encodeContinue(snap uint64, lastKey string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(formatRV(snap) + "/" + lastKey))
+}
+
+func decodeContinue(token string) (uint64, string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	rv, key, ok := strings.Cut(string(raw), "/")
+	if err != nil || !ok {
+		return 0, "", apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %q", token))
+	}
+	snap, err := parseRV(rv)
+	if err != nil {
+		return 0, "", apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %q", token))
+	}
+	return snap, key, nil
+}

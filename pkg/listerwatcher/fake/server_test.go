@@ -1,0 +1,470 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/utils/ptr"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// guard bounds waits for watch events so that a bug fails instead of hangs.
+const guard = 10 * time.Second
+
+func cm(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Data:       map[string]string{"v": "1"},
+	}
+}
+
+func newServer(t *testing.T, names ...string) *Server {
+	t.Helper()
+	s := NewServer(&corev1.ConfigMapList{})
+	t.Cleanup(s.Close)
+	for _, name := range names {
+		if _, err := s.Create(cm(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func list(t *testing.T, s *Server, opts metav1.ListOptions) *corev1.ConfigMapList {
+	t.Helper()
+	obj, err := s.ListerWatcher().ListWithContext(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("list %+v: %v", opts, err)
+	}
+	return obj.(*corev1.ConfigMapList)
+}
+
+func names(l *corev1.ConfigMapList) []string {
+	var out []string
+	for _, item := range l.Items {
+		out = append(out, item.Name)
+	}
+	return out
+}
+
+func TestNewServerRejectsNonLists(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("NewServer(&corev1.ConfigMap{}) did not panic")
+		}
+	}()
+	NewServer(&corev1.ConfigMap{})
+}
+
+func TestCreateUpdateDelete(t *testing.T) {
+	s := newServer(t)
+	created, err := s.Create(cm("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := created.(*corev1.ConfigMap)
+	if a.UID == "" || a.ResourceVersion != s.ResourceVersion() || a.CreationTimestamp.IsZero() {
+		t.Errorf("created %+v, want a UID, the server's resourceVersion %s and a creation time", a.ObjectMeta, s.ResourceVersion())
+	}
+	if _, err := s.Create(cm("a")); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("second create: %v, want AlreadyExists", err)
+	}
+
+	a.Data["v"] = "2"
+	updated, err := s.Update(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := updated.(*corev1.ConfigMap)
+	if u.UID != a.UID || u.ResourceVersion <= a.ResourceVersion || u.Data["v"] != "2" {
+		t.Errorf("updated %+v, want the same UID, a newer resourceVersion and the new data", u)
+	}
+	if _, err := s.Update(a); !apierrors.IsConflict(err) {
+		t.Errorf("update with a stale resourceVersion: %v, want Conflict", err)
+	}
+	a.Data["v"] = "mutated after update"
+	if got := list(t, s, metav1.ListOptions{}).Items[0].Data["v"]; got != "2" {
+		t.Errorf("stored data %q: the server kept the caller's object instead of a copy", got)
+	}
+
+	deleted, err := s.Delete("ns", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := deleted.(*corev1.ConfigMap); d.ResourceVersion != s.ResourceVersion() || d.Data["v"] != "2" {
+		t.Errorf("deleted %+v, want the last state at the deletion's resourceVersion %s", d, s.ResourceVersion())
+	}
+	if _, err := s.Delete("ns", "a"); !apierrors.IsNotFound(err) {
+		t.Errorf("second delete: %v, want NotFound", err)
+	}
+	if _, err := s.Update(cm("a")); !apierrors.IsNotFound(err) {
+		t.Errorf("update of a deleted object: %v, want NotFound", err)
+	}
+	if _, err := s.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x"}}); err == nil {
+		t.Error("a ConfigMap server stored a Secret")
+	}
+	if s.Len() != 0 {
+		t.Errorf("Len %d, want 0", s.Len())
+	}
+}
+
+func TestListPagesInKeyOrder(t *testing.T) {
+	s := newServer(t, "c", "a", "e", "b", "d") // out of order
+	var got []string
+	opts := metav1.ListOptions{Limit: 2}
+	pages := 0
+	for {
+		l := list(t, s, opts)
+		pages++
+		if l.ResourceVersion != s.ResourceVersion() {
+			t.Errorf("page resourceVersion %s, want %s", l.ResourceVersion, s.ResourceVersion())
+		}
+		got = append(got, names(l)...)
+		if l.Continue == "" {
+			break
+		}
+		opts = metav1.ListOptions{Limit: 2, Continue: l.Continue}
+	}
+	if want := []string{"a", "b", "c", "d", "e"}; !reflect.DeepEqual(got, want) || pages != 3 {
+		t.Errorf("listed %v in %d pages, want %v in 3", got, pages, want)
+	}
+	if l := list(t, s, metav1.ListOptions{Limit: 5}); l.Continue != "" {
+		t.Errorf("a page holding the rest has continue %q", l.Continue)
+	}
+}
+
+func TestListContinueReadsTheFirstPageSnapshot(t *testing.T) {
+	s := newServer(t, "a", "b", "c", "d")
+	first := list(t, s, metav1.ListOptions{Limit: 2})
+	snapshot := first.ResourceVersion
+
+	d := list(t, s, metav1.ListOptions{}).Items[3]
+	d.Data["v"] = "changed"
+	if _, err := s.Update(&d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete("ns", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(cm("e")); err != nil {
+		t.Fatal(err)
+	}
+
+	rest := list(t, s, metav1.ListOptions{Limit: 10, Continue: first.Continue})
+	if got := names(rest); !reflect.DeepEqual(got, []string{"c", "d"}) {
+		t.Errorf("second page %v, want [c d] as of resourceVersion %s", got, snapshot)
+	}
+	if rest.Items[1].Data["v"] != "1" || rest.ResourceVersion != snapshot {
+		t.Errorf("second page at %s with d=%q, want d's old state at %s", rest.ResourceVersion, rest.Items[1].Data["v"], snapshot)
+	}
+}
+
+func TestListResourceVersionSemantics(t *testing.T) {
+	s := newServer(t, "a", "b", "c")
+	old := s.ResourceVersion()
+	if _, err := s.Delete("ns", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(list(t, s, metav1.ListOptions{ResourceVersion: "0", Limit: 1})); len(got) != 2 {
+		t.Errorf("resourceVersion 0 with limit 1 listed %v, want everything (the watch cache ignores the limit)", got)
+	}
+	notOlder := list(t, s, metav1.ListOptions{ResourceVersion: old, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 10})
+	if notOlder.ResourceVersion != s.ResourceVersion() || len(notOlder.Items) != 2 {
+		t.Errorf("NotOlderThan %s listed %v at %s, want the newest state", old, names(notOlder), notOlder.ResourceVersion)
+	}
+	exact := list(t, s, metav1.ListOptions{ResourceVersion: old, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if exact.ResourceVersion != old || len(exact.Items) != 3 {
+		t.Errorf("Exact %s listed %v at %s, want the 3 objects then", old, names(exact), exact.ResourceVersion)
+	}
+
+	lw := s.ListerWatcher()
+	for name, tc := range map[string]struct {
+		opts  metav1.ListOptions
+		check func(error) bool
+	}{
+		"too large": {metav1.ListOptions{ResourceVersion: "1000", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+			func(err error) bool {
+				return apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
+			}},
+		"match with continue":   {metav1.ListOptions{ResourceVersion: "1", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Continue: "x"}, apierrors.IsInvalid},
+		"version with continue": {metav1.ListOptions{ResourceVersion: "5", Continue: encodeContinue(2, "a")}, apierrors.IsBadRequest},
+		"match without version": {metav1.ListOptions{ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}, apierrors.IsInvalid},
+		"send initial events":   {metav1.ListOptions{SendInitialEvents: ptr.To(true)}, apierrors.IsInvalid},
+		"bad continue":          {metav1.ListOptions{Continue: "!!"}, apierrors.IsBadRequest},
+		"bad resource version":  {metav1.ListOptions{ResourceVersion: "x"}, apierrors.IsBadRequest},
+		"exact and zero":        {metav1.ListOptions{ResourceVersion: "0", ResourceVersionMatch: metav1.ResourceVersionMatchExact}, apierrors.IsInvalid},
+		"unknown match":         {metav1.ListOptions{ResourceVersion: "1", ResourceVersionMatch: "Newest"}, apierrors.IsInvalid},
+	} {
+		if _, err := lw.ListWithContext(context.Background(), tc.opts); !tc.check(err) {
+			t.Errorf("%s: %v, not the API server's answer", name, err)
+		}
+	}
+}
+
+func TestCompactExpiresOldVersionsAndContinueTokens(t *testing.T) {
+	s := newServer(t, "a", "b", "c")
+	old := s.ResourceVersion()
+	first := list(t, s, metav1.ListOptions{Limit: 1})
+	if _, err := s.Delete("ns", "b"); err != nil {
+		t.Fatal(err)
+	}
+	s.Compact()
+
+	lw := s.ListerWatcher()
+	if _, err := lw.List(metav1.ListOptions{Limit: 1, Continue: first.Continue}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("continue from before the compaction: %v, want Expired", err)
+	}
+	if _, err := lw.List(metav1.ListOptions{ResourceVersion: old, ResourceVersionMatch: metav1.ResourceVersionMatchExact}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("exact list at a compacted resourceVersion: %v, want Expired", err)
+	}
+	w, err := lw.Watch(metav1.ListOptions{ResourceVersion: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := receive(t, w)
+	if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+		t.Errorf("watch from a compacted resourceVersion sent %v %v, want an Expired ERROR event", ev.Type, ev.Object)
+	}
+	expectClosed(t, w)
+	if got := names(list(t, s, metav1.ListOptions{})); !reflect.DeepEqual(got, []string{"a", "c"}) {
+		t.Errorf("listed %v after the compaction, want [a c]", got)
+	}
+}
+
+func receive(t *testing.T, w watch.Interface) watch.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("the watch closed")
+		}
+		return ev
+	case <-time.After(guard):
+		t.Fatal("no watch event")
+		return watch.Event{}
+	}
+}
+
+func expectClosed(t *testing.T, w watch.Interface) {
+	t.Helper()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if ok {
+			t.Fatalf("got %v, want the watch to close", ev.Type)
+		}
+	case <-time.After(guard):
+		t.Fatal("the watch did not close")
+	}
+}
+
+// describe renders an event as "TYPE name@rv" for comparisons.
+func describe(ev watch.Event) string {
+	if ev.Type == watch.Error {
+		return "ERROR"
+	}
+	c := ev.Object.(*corev1.ConfigMap)
+	s := fmt.Sprintf("%s %s@%s", ev.Type, c.Name, c.ResourceVersion)
+	if c.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
+		s += " end"
+	}
+	return s
+}
+
+func events(t *testing.T, w watch.Interface, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		out = append(out, describe(receive(t, w)))
+	}
+	return out
+}
+
+func openWatch(t *testing.T, s *Server, opts metav1.ListOptions) watch.Interface {
+	t.Helper()
+	w, err := s.ListerWatcher().WatchWithContext(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("watch %+v: %v", opts, err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+func TestWatchResourceVersionSemantics(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts metav1.ListOptions
+		want []string
+	}{
+		"replay after a resourceVersion": {metav1.ListOptions{ResourceVersion: "2"}, []string{"ADDED a@3", "DELETED b@4", "ADDED c@5"}},
+		"synthetic state from empty":     {metav1.ListOptions{}, []string{"ADDED a@3", "ADDED c@5"}},
+		"synthetic state from 0":         {metav1.ListOptions{ResourceVersion: "0", AllowWatchBookmarks: true}, []string{"ADDED a@3", "ADDED c@5"}},
+		"streamed state and end bookmark": {
+			metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true},
+			[]string{"ADDED a@3", "BOOKMARK @4 end", "ADDED c@5"}},
+		"streamed state without bookmarks": {
+			metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+			[]string{"ADDED a@3", "ADDED c@5"}},
+		"streamed state from a resourceVersion": {
+			metav1.ListOptions{ResourceVersion: "2", SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true},
+			[]string{"ADDED a@3", "BOOKMARK @4 end", "ADDED c@5"}},
+		"no initial events from empty": {
+			metav1.ListOptions{SendInitialEvents: ptr.To(false), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+			[]string{"ADDED c@5"}},
+		"too large": {metav1.ListOptions{ResourceVersion: "99"}, []string{"ERROR"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newServer(t, "b", "a")                    // b@2, a@3
+			if _, err := s.Delete("ns", "b"); err != nil { // @4
+				t.Fatal(err)
+			}
+			w := openWatch(t, s, tc.opts)
+			if _, err := s.Create(cm("c")); err != nil { // @5
+				t.Fatal(err)
+			}
+			if got := events(t, w, len(tc.want)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("events %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWatchValidation(t *testing.T) {
+	s := newServer(t)
+	lw := s.ListerWatcher()
+	for name, opts := range map[string]metav1.ListOptions{
+		"send initial events without match": {SendInitialEvents: ptr.To(true)},
+		"match without send initial events": {ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
+		"exact match":                       {SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchExact},
+	} {
+		if _, err := lw.Watch(opts); !apierrors.IsInvalid(err) {
+			t.Errorf("%s: %v, want Invalid", name, err)
+		}
+	}
+}
+
+func TestWithoutWatchListIgnoresSendInitialEvents(t *testing.T) {
+	s := NewServer(&corev1.ConfigMapList{}, WithoutWatchList())
+	t.Cleanup(s.Close)
+	if _, err := s.Create(cm("a")); err != nil {
+		t.Fatal(err)
+	}
+	w := openWatch(t, s, metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	if _, err := s.Create(cm("b")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := events(t, w, 2), []string{"ADDED a@2", "ADDED b@3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("events %v, want %v: synthetic state, no end bookmark", got, want)
+	}
+	lw := s.ListerWatcher()
+	lw.WatchListUnsupported = true
+	if !watchlist.DoesClientNotSupportWatchListSemantics(lw) || watchlist.DoesClientNotSupportWatchListSemantics(s.ListerWatcher()) {
+		t.Error("WatchListUnsupported does not say what client-go asks")
+	}
+}
+
+func TestWatchFaults(t *testing.T) {
+	s := newServer(t, "a")
+	plain := openWatch(t, s, metav1.ListOptions{ResourceVersion: s.ResourceVersion()})
+	withBookmarks := openWatch(t, s, metav1.ListOptions{ResourceVersion: s.ResourceVersion(), AllowWatchBookmarks: true})
+
+	s.SendBookmark()
+	s.SendWatchEvent(watch.Event{Type: watch.Added, Object: &corev1.Secret{}})
+	if ev := receive(t, withBookmarks); ev.Type != watch.Bookmark || ev.Object.(*corev1.ConfigMap).ResourceVersion != s.ResourceVersion() {
+		t.Errorf("got %v %v, want a bookmark at %s", ev.Type, ev.Object, s.ResourceVersion())
+	}
+	for _, w := range []watch.Interface{plain, withBookmarks} {
+		if ev := receive(t, w); ev.Type != watch.Added || reflect.TypeOf(ev.Object) != reflect.TypeFor[*corev1.Secret]() {
+			t.Errorf("got %v %T, want the injected Secret (and no bookmark without allowWatchBookmarks)", ev.Type, ev.Object)
+		}
+	}
+
+	gone := apierrors.NewGone("gone")
+	s.SendWatchError(&gone.ErrStatus)
+	for _, w := range []watch.Interface{plain, withBookmarks} {
+		if ev := receive(t, w); ev.Type != watch.Error || !apierrors.IsGone(apierrors.FromObject(ev.Object)) {
+			t.Errorf("got %v %v, want the Gone ERROR", ev.Type, ev.Object)
+		}
+		expectClosed(t, w)
+	}
+
+	w := openWatch(t, s, metav1.ListOptions{ResourceVersion: s.ResourceVersion()})
+	if s.OpenWatches() != 1 {
+		t.Errorf("%d open watches, want 1", s.OpenWatches())
+	}
+	s.CloseWatches()
+	expectClosed(t, w)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := s.ListerWatcher().WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: s.ResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	expectClosed(t, w)
+	w.Stop()
+}
+
+func TestFaultHookAndRequestLog(t *testing.T) {
+	s := newServer(t, "a")
+	throttled := apierrors.NewTooManyRequests("slow down", 3)
+	s.SetFault(func(_ context.Context, req Request) error {
+		if req.Verb == "watch" {
+			return throttled
+		}
+		return nil
+	})
+	lw := s.ListerWatcher()
+	if _, err := lw.List(metav1.ListOptions{Limit: 7}); err != nil {
+		t.Errorf("list: %v", err)
+	}
+	if _, err := lw.Watch(metav1.ListOptions{TimeoutSeconds: ptr.To[int64](300)}); err != throttled {
+		t.Errorf("watch: %v, want the injected 429", err)
+	}
+	want := []Request{{Verb: "list", Options: metav1.ListOptions{Limit: 7}}, {Verb: "watch", Options: metav1.ListOptions{TimeoutSeconds: ptr.To[int64](300)}}}
+	if got := s.Requests(); !reflect.DeepEqual(got, want) {
+		t.Errorf("requests %+v, want %+v", got, want)
+	}
+	s.ResetRequests()
+	if len(s.Requests()) != 0 {
+		t.Error("ResetRequests left requests")
+	}
+}
+
+func TestCloseEndsWatchesAndRefusesRequests(t *testing.T) {
+	s := NewServer(&corev1.ConfigMapList{})
+	w, err := s.ListerWatcher().Watch(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	expectClosed(t, w)
+	if _, err := s.ListerWatcher().List(metav1.ListOptions{}); !utilnet.IsConnectionRefused(err) {
+		t.Errorf("list after Close: %v, want connection refused", err)
+	}
+}
+
+func TestCreateNLoadsInOneGo(t *testing.T) {
+	s := newServer(t)
+	err := s.CreateN(1000, func(i int) runtime.Object { return cm(fmt.Sprintf("cm-%04d", 999-i)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := list(t, s, metav1.ListOptions{Limit: 3})
+	if got := names(l); !reflect.DeepEqual(got, []string{"cm-0000", "cm-0001", "cm-0002"}) || s.Len() != 1000 {
+		t.Errorf("first page %v of %d objects, want cm-0000..2 of 1000", got, s.Len())
+	}
+	if err := s.CreateN(1, func(int) runtime.Object { return cm("cm-0000") }); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("CreateN of an existing name: %v, want AlreadyExists", err)
+	}
+}

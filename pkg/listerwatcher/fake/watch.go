@@ -1,0 +1,311 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// initialBatch is how many initial objects a watch reads per lock.
+const initialBatch = 256
+
+// serverWatch is one open WATCH. A pump goroutine sends its initial state
+// (read lazily, a batch at a time, at the snapshot resourceVersion), then the
+// queued changes, on an unbuffered channel as a client's decoder would.
+type serverWatch struct {
+	s         *Server
+	ctx       context.Context
+	result    chan watch.Event
+	stop      chan struct{}
+	stopOnce  sync.Once
+	done      chan struct{}
+	bookmarks bool
+
+	// Guarded by s.mu.
+	initial     bool   // initial state still to send
+	snap        uint64 // resourceVersion of the initial state
+	cursor      string // last initial key sent
+	endBookmark bool   // end the initial state with the annotated bookmark
+	queue       []queued
+	wake        chan struct{} // signalled when queue grows
+}
+
+type queued struct {
+	typ  watch.EventType
+	v    *version       // a stored version, sent as a deep copy
+	obj  runtime.Object // else an object sent as is
+	last bool           // end the watch after this event
+}
+
+// watch serves a WATCH with the API server's resourceVersion semantics.
+func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if err := s.admit(ctx, "watch", opts); err != nil {
+		return nil, err
+	}
+	sendInitial, match := opts.SendInitialEvents, opts.ResourceVersionMatch
+	if s.noWatchList {
+		sendInitial, match = nil, ""
+	}
+	if errs := validateWatch(sendInitial, match); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(listGK, "", errs)
+	}
+	var rv uint64
+	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		var err error
+		if rv, err = parseRV(opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &serverWatch{
+		s:         s,
+		ctx:       ctx,
+		result:    make(chan watch.Event),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		bookmarks: opts.AllowWatchBookmarks,
+	}
+	switch {
+	case rv > s.rv:
+		// The watch cache waits a little for the resourceVersion, then
+		// ends the stream with this error; no need to wait here.
+		w.enqueue(queued{typ: watch.Error, obj: statusOf(TooLargeResourceVersion(rv, s.rv)), last: true})
+	case sendInitial != nil && *sendInitial:
+		// The state at least as new as rv: the newest.
+		w.initial, w.snap, w.endBookmark = true, s.rv, opts.AllowWatchBookmarks
+	case sendInitial == nil && rv == 0:
+		// Legacy "get state and start at most recent": synthetic ADDED
+		// events, no end bookmark.
+		w.initial, w.snap = true, s.rv
+	case rv == 0:
+		// sendInitialEvents=false from "" or "0": changes from now on.
+	case rv < s.compacted:
+		w.enqueue(queued{typ: watch.Error, obj: statusOf(apierrors.NewResourceExpired(
+			fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))), last: true})
+	default:
+		i := sort.Search(len(s.history), func(i int) bool { return s.history[i].v.rv > rv })
+		for _, c := range s.history[i:] {
+			w.enqueue(queued{typ: c.typ, v: c.v})
+		}
+	}
+	s.watches[w] = struct{}{}
+	s.pumps.Add(1)
+	go w.pump()
+	return w, nil
+}
+
+func validateWatch(sendInitial *bool, match metav1.ResourceVersionMatch) field.ErrorList {
+	var errs field.ErrorList
+	path := field.NewPath("resourceVersionMatch")
+	if sendInitial != nil && match != metav1.ResourceVersionMatchNotOlderThan {
+		errs = append(errs, field.Forbidden(path, fmt.Sprintf("sendInitialEvents requires setting resourceVersionMatch to %s", metav1.ResourceVersionMatchNotOlderThan)))
+	}
+	if match != "" {
+		if sendInitial == nil {
+			errs = append(errs, field.Forbidden(path, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+		}
+		if match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.NotSupported(path, match, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
+		}
+	}
+	return errs
+}
+
+// ResultChan implements watch.Interface.
+func (w *serverWatch) ResultChan() <-chan watch.Event { return w.result }
+
+// Stop implements watch.Interface. It returns once the watch has ended, so
+// no goroutine outlives it.
+func (w *serverWatch) Stop() {
+	w.close()
+	<-w.done
+}
+
+func (w *serverWatch) close() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+// enqueue adds an event; the caller holds s.mu.
+func (w *serverWatch) enqueue(q queued) {
+	w.queue = append(w.queue, q)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *serverWatch) pump() {
+	defer w.s.pumps.Done()
+	defer close(w.done)
+	defer close(w.result)
+	defer w.s.forget(w)
+	for {
+		batch, end := w.s.nextInitial(w)
+		for _, v := range batch {
+			if !w.send(watch.Event{Type: watch.Added, Object: v.obj.DeepCopyObject()}) {
+				return
+			}
+		}
+		if end {
+			break
+		}
+	}
+	for {
+		q, ok := w.next()
+		if !ok {
+			return
+		}
+		ev := watch.Event{Type: q.typ, Object: q.obj}
+		if q.v != nil {
+			ev.Object = q.v.obj.DeepCopyObject()
+		}
+		if !w.send(ev) || q.last {
+			return
+		}
+	}
+}
+
+// nextInitial returns the next batch of the watch's initial state; end
+// reports that the state is complete (its end bookmark, if any, is queued
+// before every change made since the watch began).
+func (s *Server) nextInitial(w *serverWatch) (batch []*version, end bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !w.initial {
+		return nil, true
+	}
+	keys := s.sortedKeys()
+	i := sort.SearchStrings(keys, w.cursor)
+	if i < len(keys) && w.cursor != "" && keys[i] == w.cursor {
+		i++
+	}
+	for ; i < len(keys) && len(batch) < initialBatch; i++ {
+		if v := visibleAt(s.heads[keys[i]], w.snap); v != nil {
+			batch = append(batch, v)
+		}
+		w.cursor = keys[i]
+	}
+	if i < len(keys) {
+		return batch, false
+	}
+	w.initial = false
+	if w.endBookmark {
+		w.queue = append([]queued{{typ: watch.Bookmark, obj: s.bookmark(w.snap, true)}}, w.queue...)
+	}
+	return batch, true
+}
+
+// next waits for the next queued event; false means the watch must end.
+func (w *serverWatch) next() (queued, bool) {
+	for {
+		w.s.mu.Lock()
+		if len(w.queue) > 0 {
+			q := w.queue[0]
+			w.queue[0] = queued{}
+			w.queue = w.queue[1:]
+			w.s.mu.Unlock()
+			return q, true
+		}
+		w.s.mu.Unlock()
+		select {
+		case <-w.wake:
+		case <-w.stop:
+			return queued{}, false
+		case <-w.ctx.Done():
+			return queued{}, false
+		}
+	}
+}
+
+func (w *serverWatch) send(ev watch.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	case <-w.stop:
+		return false
+	case <-w.ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) forget(w *serverWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.watches, w)
+}
+
+// bookmark returns an empty object of the item type carrying only rv, and
+// the initial-events-end annotation when end is set.
+func (s *Server) bookmark(rv uint64, end bool) runtime.Object {
+	obj := reflect.New(s.itemType.Elem()).Interface().(runtime.Object)
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion(formatRV(rv))
+	if end {
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	return obj
+}
+
+// CloseWatches ends every open watch now, as a dropped connection does:
+// events not yet received are lost; clients resume from what they saw.
+func (s *Server) CloseWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watches {
+		w.close()
+	}
+}
+
+// SendWatchError queues an ERROR event carrying status on every open watch
+// and ends each watch after it, as the API server does.
+func (s *Server) SendWatchError(status *metav1.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watches {
+		w.enqueue(queued{typ: watch.Error, obj: status.DeepCopy(), last: true})
+	}
+}
+
+// SendBookmark queues a BOOKMARK at the current resourceVersion on every
+// open watch that allows bookmarks.
+func (s *Server) SendBookmark() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watches {
+		if w.bookmarks {
+			w.enqueue(queued{typ: watch.Bookmark, obj: s.bookmark(s.rv, false)})
+		}
+	}
+}
+
+// SendWatchEvent queues ev, as is, on every open watch: for events a real
+// server would not send, such as an object of another type.
+func (s *Server) SendWatchEvent(ev watch.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watches {
+		w.enqueue(queued{typ: ev.Type, obj: ev.Object})
+	}
+}
+
+// OpenWatches returns the number of watches not yet ended.
+func (s *Server) OpenWatches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watches)
+}
+
+func statusOf(err apierrors.APIStatus) *metav1.Status {
+	st := err.Status()
+	return &st
+}
