@@ -1,0 +1,72 @@
+package listerwatcher
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// Errors the watcher reports to its error handler besides the server's own.
+var (
+	// ErrVeryShortWatch: a watch closed within a second without any event,
+	// which usually means something between us and the API server drops it.
+	// It is retried after a backoff, as client-go's reflector does.
+	ErrVeryShortWatch = errors.New("very short watch: the watch closed within a second without any event")
+	// ErrNoEndBookmark: a streaming restart waited the idle timeout for the
+	// next initial event or the end bookmark. A ListerWatcher that turns
+	// bookmarks off causes it: the API server then never ends the initial
+	// events.
+	ErrNoEndBookmark = errors.New("no initial-events-end bookmark: the server sent no initial event or end bookmark within the streaming idle timeout")
+	// ErrNotStreaming: a MODIFIED or DELETED event arrived before the end
+	// bookmark, so the server does not stream initial events.
+	ErrNotStreaming = errors.New("the server sent a change before the initial-events-end bookmark: it does not stream lists")
+	// ErrStreamEnded: the stream closed before its end bookmark.
+	ErrStreamEnded = errors.New("the stream of initial events ended before its end bookmark")
+)
+
+// isExpired reports a 410: the resourceVersion or continue token is gone.
+// Servers before 1.18 answered Gone rather than Expired.
+func isExpired(err error) bool { return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) }
+
+// isTooLarge reports a resourceVersion newer than the server has seen (a
+// server behind its peers). Servers before 1.18.6 only said so in the text.
+func isTooLarge(err error) bool {
+	if apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		return true
+	}
+	var status apierrors.APIStatus
+	return apierrors.IsTimeout(err) && errors.As(err, &status) &&
+		strings.Contains(status.Status().Message, "Too large resource version")
+}
+
+// isUnavailable reports an error that a request from "" avoids.
+func isUnavailable(err error) bool { return isExpired(err) || isTooLarge(err) }
+
+// isThrottled reports errors after which the same request is retried: the
+// server asks us to slow down, or is not there at all.
+func isThrottled(err error) bool {
+	return apierrors.IsTooManyRequests(err) || utilnet.IsConnectionRefused(err)
+}
+
+// retryAfter returns the delay the server asked for, if any.
+func retryAfter(err error) time.Duration {
+	if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 0
+}
+
+// watchEventError turns the object of an ERROR watch event into an error.
+func watchEventError(obj runtime.Object) error {
+	status, ok := obj.(*metav1.Status)
+	if !ok {
+		return fmt.Errorf("watch sent an ERROR event carrying %T instead of a *v1.Status", obj)
+	}
+	return apierrors.FromObject(status)
+}

@@ -1,0 +1,129 @@
+package listerwatcher
+
+import (
+	"context"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// EventType says what an Event carries.
+type EventType uint8
+
+const (
+	// RestartStart: a (re)list begins. The consumer drops any restart
+	// buffer it has open and opens an empty one.
+	RestartStart EventType = iota + 1
+	// RestartPage: Objects holds one LIST page, or one batch of streamed
+	// initial events, of the restart in progress.
+	RestartPage
+	// RestartDone: the restart is complete at ResourceVersion; the objects
+	// of its pages are the whole collection at that version.
+	RestartDone
+	// Added: Object was created (a live watch event).
+	Added
+	// Modified: Object was updated (a live watch event).
+	Modified
+	// Deleted: Object was deleted; it is the object's last state.
+	Deleted
+	// Bookmark: the collection is unchanged up to ResourceVersion.
+	Bookmark
+)
+
+var eventTypeNames = [...]string{
+	RestartStart: "RestartStart",
+	RestartPage:  "RestartPage",
+	RestartDone:  "RestartDone",
+	Added:        "Added",
+	Modified:     "Modified",
+	Deleted:      "Deleted",
+	Bookmark:     "Bookmark",
+}
+
+func (t EventType) String() string {
+	if int(t) < len(eventTypeNames) && eventTypeNames[t] != "" {
+		return eventTypeNames[t]
+	}
+	return "EventType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Strategy is how a Watcher gets the whole collection on a restart.
+type Strategy uint8
+
+const (
+	// Auto streams (StreamingList) and falls back to ListWatch for a while
+	// when the server or the ListerWatcher cannot stream. With client-go's
+	// WatchListClient feature gate off (KUBE_FEATURE_WatchListClient=false),
+	// Auto means ListWatch.
+	Auto Strategy = iota
+	// ListWatch lists page by page, then watches from the list's
+	// resourceVersion.
+	ListWatch
+	// StreamingList opens one watch with sendInitialEvents=true: the
+	// collection arrives as ADDED events ended by a bookmark, and the same
+	// stream goes on as the live watch.
+	StreamingList
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case Auto:
+		return "Auto"
+	case ListWatch:
+		return "ListWatch"
+	case StreamingList:
+		return "StreamingList"
+	}
+	return "Strategy(" + strconv.Itoa(int(s)) + ")"
+}
+
+// RestartReason says why a restart happens.
+type RestartReason string
+
+const (
+	// Initial: the first restart of Run.
+	Initial RestartReason = "Initial"
+	// Expired: the watch's resourceVersion is gone (410 Gone / Expired).
+	Expired RestartReason = "Expired"
+	// ExpiredContinue: the continue token of a paged LIST expired; the
+	// list starts over.
+	ExpiredContinue RestartReason = "ExpiredContinue"
+	// Error: a request failed with an error that needs a relist.
+	Error RestartReason = "Error"
+	// StreamingFallback: Auto could not stream and lists instead.
+	StreamingFallback RestartReason = "StreamingFallback"
+	// ConsumerError: the Consumer returned an error; the watcher relists
+	// so that the consumer gets a clean state.
+	ConsumerError RestartReason = "ConsumerError"
+)
+
+// Event is one step of the pipeline. Which fields are set depends on Type.
+type Event struct {
+	Type EventType
+	// Objects is the page of a RestartPage. The consumer may keep the
+	// objects but not the slice: the watcher reuses it after Handle returns.
+	Objects []runtime.Object
+	// Object is the object of an Added, Modified or Deleted event.
+	Object runtime.Object
+	// ResourceVersion is the version a RestartDone or Bookmark is at, and
+	// the object's resourceVersion for Added, Modified and Deleted.
+	ResourceVersion string
+	// Strategy is the strategy the restart uses (restart events only).
+	Strategy Strategy
+	// Reason is why the restart happens (RestartStart only).
+	Reason RestartReason
+}
+
+// Consumer receives the events of a Watcher, one at a time: the watcher reads
+// the next page or watch event only after Handle has returned, which is the
+// pipeline's backpressure. An error makes the watcher report it, back off and
+// restart (reason ConsumerError).
+type Consumer interface {
+	Handle(ctx context.Context, ev Event) error
+}
+
+// ConsumerFunc is a function that is a Consumer.
+type ConsumerFunc func(ctx context.Context, ev Event) error
+
+// Handle calls f.
+func (f ConsumerFunc) Handle(ctx context.Context, ev Event) error { return f(ctx, ev) }

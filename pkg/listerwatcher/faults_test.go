@@ -1,0 +1,512 @@
+package listerwatcher
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
+)
+
+var configMaps = schema.GroupResource{Resource: "configmaps"}
+
+// live starts a ListWatch watcher on n objects and waits for its watch.
+func live(t *testing.T, n int, opts ...Option) (*harness, *fake.Server) {
+	t.Helper()
+	srv := newServer(t, n)
+	h := start(t, srv, nil, append([]Option{WithStrategy(ListWatch)}, opts...)...)
+	h.restart()
+	h.watchStarted()
+	srv.ResetRequests()
+	return h, srv
+}
+
+// change deletes an object and returns the event's resourceVersion.
+func change(t *testing.T, h *harness, srv *fake.Server, name string) string {
+	t.Helper()
+	if _, err := srv.Delete("ns", name); err != nil {
+		t.Fatal(err)
+	}
+	return h.nextOf(Deleted).ResourceVersion
+}
+
+func TestCleanWatchCloseResumesWithoutRelist(t *testing.T) {
+	for _, strategy := range []Strategy{ListWatch, StreamingList} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			srv := newServer(t, 5)
+			h := start(t, srv, nil, WithStrategy(strategy))
+			h.restart()
+			h.watchStarted()
+			rv := change(t, h, srv, "cm-00001")
+			srv.ResetRequests()
+			srv.CloseWatches()
+			h.watchStarted()
+			change(t, h, srv, "cm-00002")
+			reqs := requests(srv)
+			if want := (metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}); len(reqs) != 1 || !sameRequest(reqs[0], "watch", want) {
+				t.Errorf("requests after the close %+v, want one watch %+v", reqs, want)
+			}
+		})
+	}
+}
+
+func TestVeryShortWatchBacksOffAndWatchesAgain(t *testing.T) {
+	h, srv := live(t, 3)
+	srv.CloseWatches() // at once, without any event
+	if err := h.err(); !errors.Is(err, ErrVeryShortWatch) {
+		t.Errorf("reported %v, want ErrVeryShortWatch", err)
+	}
+	h.backoff(testBackoff.Initial)
+	h.watchStarted()
+	change(t, h, srv, "cm-00001") // and no relist
+	for _, req := range srv.Requests() {
+		if req.Verb != "watch" {
+			t.Errorf("request %+v after a very short watch, want only watches", req)
+		}
+	}
+}
+
+func TestWatchClosedAfterASecondIsNotVeryShort(t *testing.T) {
+	h, srv := live(t, 3)
+	h.clock.Step(2 * time.Second)
+	srv.CloseWatches()
+	h.watchStarted() // no error, no backoff
+	select {
+	case err := <-h.errs:
+		t.Errorf("reported %v for a watch that lasted 2s", err)
+	default:
+	}
+}
+
+func TestWatchFromCompactedResourceVersionRelists(t *testing.T) {
+	h, srv := live(t, 3)
+	lastRV := change(t, h, srv, "cm-00000")
+
+	// The connection drops; while the watcher backs off, the object it has
+	// not seen changes and etcd compacts.
+	srv.SetFault(func(_ context.Context, req fake.Request) error { return fake.ConnectionRefused() })
+	srv.CloseWatches()
+	h.err() // very short
+	h.backoff(testBackoff.Initial)
+	h.err() // refused
+	srv.SetFault(nil)
+	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Compact()
+	srv.ResetRequests()
+	h.backoff(2 * testBackoff.Initial)
+
+	// The server answers the watch with a 410 ERROR event.
+	if err := h.err(); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("reported %v, want Expired", err)
+	}
+	h.backoff(4 * testBackoff.Initial)
+	startEv, names, done := h.restart()
+	if startEv.Reason != Expired || len(names) != 1 || done.ResourceVersion != srv.ResourceVersion() {
+		t.Errorf("relist %+v with %v at %s, want Expired with cm-00002 at %s", startEv, names, done.ResourceVersion, srv.ResourceVersion())
+	}
+	reqs := requests(srv)
+	want := metav1.ListOptions{ResourceVersion: lastRV, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 500}
+	if len(reqs) < 2 || !sameRequest(reqs[1], "list", want) {
+		t.Errorf("requests %+v, want the relist %+v after the watch", reqs, want)
+	}
+}
+
+func TestExpiredWatchEventRelistsFromLastResourceVersion(t *testing.T) {
+	h, srv := live(t, 3)
+	lastRV := change(t, h, srv, "cm-00000")
+	expired := apierrors.NewResourceExpired("too old resource version")
+	srv.SendWatchError(&expired.ErrStatus)
+	h.err()
+	h.backoff(testBackoff.Initial)
+	if startEv, _, _ := h.restart(); startEv.Reason != Expired {
+		t.Errorf("relist reason %v, want Expired", startEv.Reason)
+	}
+	want := metav1.ListOptions{ResourceVersion: lastRV, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 500}
+	if reqs := requests(srv); !sameRequest(reqs[0], "list", want) {
+		t.Errorf("relist request %+v, want %+v", reqs[0], want)
+	}
+}
+
+func TestRelistFromUnavailableResourceVersionListsFromNewest(t *testing.T) {
+	for name, answer := range map[string]error{
+		"expired":   apierrors.NewResourceExpired("too old resource version"),
+		"gone":      apierrors.NewGone("gone"),
+		"too large": fake.TooLargeResourceVersion(1000, 10),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, srv := live(t, 3)
+			expired := apierrors.NewResourceExpired("too old resource version")
+			srv.SendWatchError(&expired.ErrStatus)
+			h.err()
+			srv.SetFault(func(_ context.Context, req fake.Request) error {
+				if req.Verb == "list" && req.Options.ResourceVersion != "" {
+					return answer
+				}
+				return nil
+			})
+			h.backoff(testBackoff.Initial)
+			if err := h.err(); err != answer {
+				t.Errorf("reported %v, want %v", err, answer)
+			}
+			// No backoff before the list from "".
+			if startEv, names, _ := h.restart(); startEv.Reason != Expired || len(names) != 3 {
+				t.Errorf("relist %+v with %d objects, want Expired with 3", startEv, len(names))
+			}
+			reqs := requests(srv)
+			if want := (metav1.ListOptions{Limit: 500}); len(reqs) < 2 || !sameRequest(reqs[1], "list", want) {
+				t.Errorf("requests %+v, want the list from \"\" %+v second", reqs, want)
+			}
+		})
+	}
+}
+
+func TestExpiredContinueStartsTheListOver(t *testing.T) {
+	srv := newServer(t, 30)
+	// While the consumer handles the first page, etcd compacts past the
+	// list's snapshot.
+	compacted := false
+	h := startHandled(t, srv, nil, func(_ context.Context, ev Event) error {
+		if ev.Type == RestartPage && !compacted {
+			compacted = true
+			if _, err := srv.Delete("ns", "cm-00029"); err != nil {
+				return err
+			}
+			srv.Compact()
+		}
+		return nil
+	}, WithStrategy(ListWatch), WithPageSize(10))
+	h.nextOf(RestartStart)
+	h.nextOf(RestartPage)
+	if err := h.err(); !apierrors.IsResourceExpired(err) {
+		t.Errorf("reported %v, want the continue's Expired", err)
+	}
+	h.backoff(testBackoff.Initial)
+	startEv, names, _ := h.restart()
+	if startEv.Reason != ExpiredContinue || len(names) != 29 {
+		t.Errorf("restart %+v with %d objects, want ExpiredContinue with 29", startEv, len(names))
+	}
+	reqs := requests(srv)
+	if len(reqs) < 3 || !sameRequest(reqs[2], "list", metav1.ListOptions{Limit: 10}) {
+		t.Errorf("requests %+v, want the list to start over with its first page", reqs)
+	}
+}
+
+func TestThrottledListRetriesTheSamePage(t *testing.T) {
+	srv := newServer(t, 30)
+	calls := 0
+	srv.SetFault(func(_ context.Context, req fake.Request) error {
+		if req.Options.Continue != "" {
+			if calls++; calls == 1 {
+				return apierrors.NewTooManyRequests("slow down", 5) // longer than the backoff
+			}
+			if calls == 2 {
+				return apierrors.NewTooManyRequests("slow down", 1) // shorter
+			}
+		}
+		return nil
+	})
+	h := start(t, srv, nil, WithStrategy(ListWatch), WithPageSize(20))
+	h.nextOf(RestartStart)
+	h.nextOf(RestartPage)
+	h.backoff(5 * time.Second)
+	h.backoff(2 * testBackoff.Initial)
+	h.nextOf(RestartPage) // the same restart goes on
+	h.nextOf(RestartDone)
+	reqs := requests(srv)
+	if len(reqs) < 4 || reqs[1].Options.Continue == "" || reqs[1] != reqs[2] || reqs[2] != reqs[3] {
+		t.Errorf("requests %+v, want the first page, then the same continue request three times", reqs)
+	}
+}
+
+func TestThrottledOrInternalWatchRetriesTheWatch(t *testing.T) {
+	for name, fault := range map[string]error{
+		"429":                apierrors.NewTooManyRequests("slow down", 0),
+		"connection refused": fake.ConnectionRefused(),
+		"500":                apierrors.NewInternalError(errors.New("etcd hiccup")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, srv := live(t, 3)
+			rv := change(t, h, srv, "cm-00000")
+			srv.SetFault(func(context.Context, fake.Request) error { return fault })
+			h.clock.Step(2 * time.Second)
+			srv.CloseWatches()
+			h.err()
+			srv.SetFault(nil)
+			srv.ResetRequests()
+			h.backoff(testBackoff.Initial)
+			h.watchStarted()
+			change(t, h, srv, "cm-00001")
+			want := metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}
+			if reqs := requests(srv); len(reqs) != 1 || !sameRequest(reqs[0], "watch", want) {
+				t.Errorf("requests %+v, want one watch %+v", reqs, want)
+			}
+		})
+	}
+}
+
+func TestInternalErrorEventRetriesTheWatch(t *testing.T) {
+	h, srv := live(t, 3)
+	rv := change(t, h, srv, "cm-00000")
+	internal := apierrors.NewInternalError(errors.New("etcd hiccup"))
+	srv.SendWatchError(&internal.ErrStatus)
+	if err := h.err(); !apierrors.IsInternalError(err) {
+		t.Errorf("reported %v, want the internal error", err)
+	}
+	h.backoff(testBackoff.Initial)
+	if opts := h.watchStarted(); opts.ResourceVersion != rv {
+		t.Errorf("watch again from %s, want %s", opts.ResourceVersion, rv)
+	}
+	change(t, h, srv, "cm-00001")
+}
+
+func TestOtherWatchErrorsRelist(t *testing.T) {
+	forbidden := apierrors.NewForbidden(configMaps, "", errors.New("no"))
+	for name, inject := range map[string]func(*fake.Server){
+		"on open": func(srv *fake.Server) {
+			srv.SetFault(func(context.Context, fake.Request) error {
+				srv.SetFault(nil)
+				return forbidden
+			})
+			srv.CloseWatches()
+		},
+		"as an event": func(srv *fake.Server) { srv.SendWatchError(&forbidden.ErrStatus) },
+		"as an event without a Status": func(srv *fake.Server) {
+			srv.SendWatchEvent(watch.Event{Type: watch.Error, Object: &corev1.ConfigMap{}})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, srv := live(t, 3)
+			h.clock.Step(2 * time.Second) // not a very short watch
+			inject(srv)
+			err := h.err()
+			if name == "as an event without a Status" {
+				if !strings.Contains(err.Error(), "*v1.ConfigMap instead of a *v1.Status") {
+					t.Errorf("reported %q, want it to name the object it got", err)
+				}
+			} else if !apierrors.IsForbidden(err) {
+				t.Errorf("reported %v, want Forbidden", err)
+			}
+			h.backoff(testBackoff.Initial)
+			if startEv, _, _ := h.restart(); startEv.Reason != Error {
+				t.Errorf("relist reason %v, want Error", startEv.Reason)
+			}
+		})
+	}
+}
+
+func TestFailedFirstPageKeepsTheRestartReason(t *testing.T) {
+	srv := newServer(t, 3)
+	calls := 0
+	srv.SetFault(func(context.Context, fake.Request) error {
+		if calls++; calls == 1 {
+			return apierrors.NewServiceUnavailable("starting")
+		}
+		return nil
+	})
+	h := start(t, srv, nil, WithStrategy(ListWatch))
+	if err := h.err(); !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("reported %v, want ServiceUnavailable", err)
+	}
+	h.backoff(testBackoff.Initial)
+	if startEv, _, _ := h.restart(); startEv.Reason != Initial {
+		t.Errorf("restart reason %v, want Initial: the consumer never saw the failed attempt", startEv.Reason)
+	}
+}
+
+func TestFailedContinuePageRestartsWithError(t *testing.T) {
+	srv := newServer(t, 30)
+	calls := 0
+	srv.SetFault(func(_ context.Context, req fake.Request) error {
+		if req.Options.Continue != "" {
+			if calls++; calls == 1 {
+				return apierrors.NewServiceUnavailable("restarting")
+			}
+		}
+		return nil
+	})
+	h := start(t, srv, nil, WithStrategy(ListWatch), WithPageSize(20))
+	h.nextOf(RestartStart)
+	h.nextOf(RestartPage)
+	h.err()
+	h.backoff(testBackoff.Initial)
+	if startEv, names, _ := h.restart(); startEv.Reason != Error || len(names) != 30 {
+		t.Errorf("restart %+v with %d objects, want Error with 30", startEv, len(names))
+	}
+}
+
+func TestConsumerErrorRelistsAfterBackoff(t *testing.T) {
+	srv := newServer(t, 3)
+	boom := errors.New("boom")
+	h := startHandled(t, srv, nil, func(_ context.Context, ev Event) error {
+		if ev.Type == RestartDone {
+			return boom
+		}
+		return nil
+	}, WithStrategy(ListWatch))
+	h.nextOf(RestartStart)
+	h.nextOf(RestartPage)
+	if err := h.err(); !errors.Is(err, boom) {
+		t.Errorf("reported %v, want the consumer's error", err)
+	}
+	h.setHandle(nil)
+	h.backoff(testBackoff.Initial)
+	if startEv, _, _ := h.restart(); startEv.Reason != ConsumerError {
+		t.Errorf("restart reason %v, want ConsumerError", startEv.Reason)
+	}
+
+	// And on a live event.
+	h.watchStarted()
+	h.setHandle(func(_ context.Context, ev Event) error {
+		if ev.Type == Deleted {
+			return boom
+		}
+		return nil
+	})
+	if _, err := srv.Delete("ns", "cm-00000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.err(); !errors.Is(err, boom) {
+		t.Errorf("reported %v, want the consumer's error", err)
+	}
+	h.setHandle(nil)
+	h.backoff(2 * testBackoff.Initial)
+	if startEv, names, _ := h.restart(); startEv.Reason != ConsumerError || len(names) != 2 {
+		t.Errorf("restart %+v with %v, want ConsumerError with 2 objects", startEv, names)
+	}
+}
+
+// capturedErrors collects what utilruntime.HandleError gets during a test.
+func capturedErrors(t *testing.T) <-chan string {
+	ch := make(chan string, 100)
+	saved := utilruntime.ErrorHandlers
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, kv ...any) {
+		ch <- msg
+	}}
+	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+	return ch
+}
+
+func TestEventsOfAnotherTypeAreDropped(t *testing.T) {
+	dropped := capturedErrors(t)
+	h, srv := live(t, 3, WithExpectedType(&corev1.ConfigMap{}))
+	srv.SendWatchEvent(watch.Event{Type: watch.Added, Object: &corev1.Secret{}})
+	srv.SendWatchEvent(watch.Event{Type: "SURPRISE", Object: &corev1.ConfigMap{}})
+	if _, err := srv.Delete("ns", "cm-00000"); err != nil {
+		t.Fatal(err)
+	}
+	// The next event the consumer gets is the deletion.
+	if ev := h.nextOf(Deleted); ev.Object.(*corev1.ConfigMap).Name != "cm-00000" {
+		t.Errorf("got %v, want the deletion of cm-00000", ev.Object)
+	}
+	for _, want := range []string{"unexpected type", "unknown type"} {
+		select {
+		case msg := <-dropped:
+			if !strings.Contains(msg, want) {
+				t.Errorf("dropped with %q, want %q", msg, want)
+			}
+		case <-time.After(guard):
+			t.Fatal("no error for a dropped event")
+		}
+	}
+}
+
+func TestBackoffGrowsToCapAndResetsAfterHealth(t *testing.T) {
+	srv := newServer(t, 3)
+	var fail atomic.Bool
+	fail.Store(true)
+	srv.SetFault(func(context.Context, fake.Request) error {
+		if fail.Load() {
+			return apierrors.NewServiceUnavailable("down")
+		}
+		return nil
+	})
+	h := start(t, srv, nil, WithStrategy(ListWatch))
+	delays := []time.Duration{1, 2, 4, 8, 8}
+	for i, want := range delays {
+		h.err()
+		if i == len(delays)-1 {
+			fail.Store(false) // read by the next request, after this backoff
+		}
+		h.backoff(want * time.Second)
+	}
+	h.restart()
+	h.watchStarted()
+
+	// A minute of health later, a failure backs off from the start.
+	h.clock.Step(testBackoff.ResetAfter)
+	internal := apierrors.NewInternalError(errors.New("etcd hiccup"))
+	srv.SendWatchError(&internal.ErrStatus)
+	h.err()
+	h.backoff(testBackoff.Initial)
+}
+
+func TestCancelStopsRunPromptly(t *testing.T) {
+	blockList := func(ctx context.Context, req fake.Request) error {
+		if req.Verb == "list" {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}
+	for name, reach := range map[string]func(t *testing.T) *harness{
+		"in a backoff": func(t *testing.T) *harness {
+			srv := newServer(t, 3)
+			srv.SetFault(func(context.Context, fake.Request) error { return apierrors.NewServiceUnavailable("down") })
+			h := start(t, srv, nil, WithStrategy(ListWatch))
+			<-h.obs.backoffs
+			return h
+		},
+		"in a LIST": func(t *testing.T) *harness {
+			srv := newServer(t, 3)
+			entered := make(chan struct{})
+			srv.SetFault(func(ctx context.Context, req fake.Request) error {
+				close(entered)
+				return blockList(ctx, req)
+			})
+			h := start(t, srv, nil, WithStrategy(ListWatch))
+			<-entered
+			return h
+		},
+		"in Handle": func(t *testing.T) *harness {
+			srv := newServer(t, 3)
+			entered := make(chan struct{})
+			h := startHandled(t, srv, nil, func(ctx context.Context, _ Event) error {
+				close(entered)
+				<-ctx.Done()
+				return ctx.Err()
+			}, WithStrategy(ListWatch))
+			<-entered
+			return h
+		},
+		"waiting for watch events": func(t *testing.T) *harness {
+			h, _ := live(t, 3)
+			return h
+		},
+		"streaming initial events": func(t *testing.T) *harness {
+			srv := newServer(t, 3)
+			h := start(t, srv, selectorLW{srv.ListerWatcher()}, WithStrategy(StreamingList), WithPageSize(1))
+			h.nextOf(RestartStart)
+			return h
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := reach(t)
+			h.stop() // fails the test unless Run returns; goleak checks the rest
+			if n := h.srv.OpenWatches(); n != 0 {
+				t.Errorf("%d watches still open after Run returned", n)
+			}
+		})
+	}
+}

@@ -1,0 +1,183 @@
+package listerwatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+)
+
+// Defaults, from client-go's reflector where it has the same knob.
+const (
+	DefaultPageSize             = 500
+	DefaultMinWatchTimeout      = 5 * time.Minute
+	DefaultStreamingIdleTimeout = 10 * time.Second
+	DefaultFallbackTTL          = 10 * time.Minute
+)
+
+// DefaultBackoff is client-go's reflector backoff: 800ms doubling to 30s,
+// each delay stretched by up to 100%, back to 800ms after 2 minutes without
+// a retry.
+var DefaultBackoff = Backoff{
+	Initial:    800 * time.Millisecond,
+	Factor:     2,
+	Cap:        30 * time.Second,
+	Jitter:     1.0,
+	ResetAfter: 2 * time.Minute,
+}
+
+// Backoff configures the delay before each retry: a base delay starting at
+// Initial, multiplied by Factor after every retry up to Cap, stretched by a
+// random fraction of up to Jitter of itself (so a delay lies in
+// [base, base*(1+Jitter)]). After ResetAfter without a retry the base goes
+// back to Initial.
+type Backoff struct {
+	Initial    time.Duration
+	Factor     float64
+	Cap        time.Duration
+	Jitter     float64
+	ResetAfter time.Duration
+}
+
+func (b Backoff) validate() error {
+	switch {
+	case b.Initial < 0:
+		return fmt.Errorf("backoff Initial %v is negative", b.Initial)
+	case b.Factor < 1:
+		return fmt.Errorf("backoff Factor %v is below 1", b.Factor)
+	case b.Cap < b.Initial:
+		return fmt.Errorf("backoff Cap %v is below Initial %v", b.Cap, b.Initial)
+	case b.Jitter < 0:
+		return fmt.Errorf("backoff Jitter %v is negative", b.Jitter)
+	case b.ResetAfter < 0:
+		return fmt.Errorf("backoff ResetAfter %v is negative", b.ResetAfter)
+	}
+	return nil
+}
+
+// Option configures a Watcher.
+type Option func(*config)
+
+type config struct {
+	strategy        Strategy
+	pageSize        int64
+	backoff         Backoff
+	minWatchTimeout time.Duration
+	idleTimeout     time.Duration
+	fallbackTTL     time.Duration
+	expectedType    reflect.Type
+	expectedGVK     *schema.GroupVersionKind
+	errorHandler    func(ctx context.Context, err error)
+	observer        Observer
+	clock           clock.WithTicker
+	name            string
+}
+
+func defaultConfig() config {
+	return config{
+		strategy:        Auto,
+		pageSize:        DefaultPageSize,
+		backoff:         DefaultBackoff,
+		minWatchTimeout: DefaultMinWatchTimeout,
+		idleTimeout:     DefaultStreamingIdleTimeout,
+		fallbackTTL:     DefaultFallbackTTL,
+		observer:        NoopObserver{},
+		clock:           clock.RealClock{},
+	}
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.strategy > StreamingList {
+		errs = append(errs, fmt.Errorf("unknown strategy %v", c.strategy))
+	}
+	if c.pageSize < 0 {
+		errs = append(errs, fmt.Errorf("page size %d is negative", c.pageSize))
+	}
+	if err := c.backoff.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.minWatchTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("minimum watch timeout %v is below the 1s the API server can express", c.minWatchTimeout))
+	}
+	if c.idleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("streaming idle timeout %v is not positive", c.idleTimeout))
+	}
+	if c.fallbackTTL < 0 {
+		errs = append(errs, fmt.Errorf("fallback TTL %v is negative", c.fallbackTTL))
+	}
+	if c.observer == nil {
+		errs = append(errs, errors.New("observer is nil"))
+	}
+	if c.clock == nil {
+		errs = append(errs, errors.New("clock is nil"))
+	}
+	return errors.Join(errs...)
+}
+
+// WithStrategy sets how restarts get the collection (default Auto).
+func WithStrategy(s Strategy) Option { return func(c *config) { c.strategy = s } }
+
+// WithPageSize sets the LIST page size and the size of batches of streamed
+// initial events (default 500). 0 asks for the whole collection in one LIST
+// response, or one batch.
+func WithPageSize(n int64) Option { return func(c *config) { c.pageSize = n } }
+
+// WithBackoff sets the retry backoff (default DefaultBackoff).
+func WithBackoff(b Backoff) Option { return func(c *config) { c.backoff = b } }
+
+// WithMinWatchTimeout sets the shortest server-side watch timeout: each
+// watch asks for a random timeoutSeconds in [min, 2*min] (default 5m), so
+// that watches of many clients do not end together.
+func WithMinWatchTimeout(d time.Duration) Option { return func(c *config) { c.minWatchTimeout = d } }
+
+// WithStreamingIdleTimeout sets how long a streaming restart waits for the
+// next initial event or the end bookmark (default 10s). Past it, Auto falls
+// back to ListWatch and StreamingList retries.
+func WithStreamingIdleTimeout(d time.Duration) Option { return func(c *config) { c.idleTimeout = d } }
+
+// WithFallbackTTL sets how long Auto keeps using ListWatch after streaming
+// failed (default 10m).
+func WithFallbackTTL(d time.Duration) Option { return func(c *config) { c.fallbackTTL = d } }
+
+// WithExpectedType drops, with an error, watch events whose object is not of
+// example's Go type or, for an *unstructured.Unstructured example with a
+// kind, not of its group, version and kind; as client-go's reflector does.
+// nil (the default) accepts everything.
+func WithExpectedType(example runtime.Object) Option {
+	return func(c *config) {
+		c.expectedType, c.expectedGVK = nil, nil
+		if example == nil {
+			return
+		}
+		c.expectedType = reflect.TypeOf(example)
+		if u, ok := example.(*unstructured.Unstructured); ok {
+			if gvk := u.GroupVersionKind(); !gvk.Empty() {
+				c.expectedGVK = &gvk
+			}
+		}
+	}
+}
+
+// WithErrorHandler sets the function called with every failed LIST, failed
+// watch open, watch ended by an error and consumer error. The default logs
+// expired resourceVersions at V(4) and reports the rest through
+// k8s.io/apimachinery's runtime.HandleError.
+func WithErrorHandler(h func(ctx context.Context, err error)) Option {
+	return func(c *config) { c.errorHandler = h }
+}
+
+// WithObserver sets the Observer of the watcher's requests (default none).
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// WithClock sets the clock for backoffs and timeouts (fake clocks in tests).
+func WithClock(clk clock.WithTicker) Option { return func(c *config) { c.clock = clk } }
+
+// WithName names the watcher in its logs.
+func WithName(name string) Option { return func(c *config) { c.name = name } }

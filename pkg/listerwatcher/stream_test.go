@@ -1,0 +1,327 @@
+package listerwatcher
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientfeatures "k8s.io/client-go/features"
+	clientfeaturestesting "k8s.io/client-go/features/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
+)
+
+// streamOpts are the options of a streaming restart from rv.
+func streamOpts(rv string) metav1.ListOptions {
+	return metav1.ListOptions{
+		ResourceVersion:      rv,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents:    ptr.To(true),
+		AllowWatchBookmarks:  true,
+	}
+}
+
+func sameRequest(got fake.Request, verb string, opts metav1.ListOptions) bool {
+	return got.Verb == verb && reflect.DeepEqual(got.Options, opts)
+}
+
+func TestStreamingListBatchesInitialEventsAndKeepsTheStream(t *testing.T) {
+	srv := newServer(t, 1234)
+	rv := srv.ResourceVersion()
+	h := start(t, srv, nil, WithStrategy(StreamingList))
+
+	startEv, sizes, done := h.pages()
+	if startEv.Reason != Initial || startEv.Strategy != StreamingList {
+		t.Errorf("restart start %+v, want reason Initial, strategy StreamingList", startEv)
+	}
+	if want := []int{500, 500, 234}; !reflect.DeepEqual(sizes, want) {
+		t.Errorf("page sizes %v, want %v", sizes, want)
+	}
+	if done.ResourceVersion != rv || done.Strategy != StreamingList {
+		t.Errorf("restart done %+v, want resourceVersion %s, strategy StreamingList", done, rv)
+	}
+
+	// The same stream goes on as the live watch.
+	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
+		t.Fatal(err)
+	}
+	h.nextOf(Deleted)
+	reqs := requests(srv)
+	if len(reqs) != 1 || !sameRequest(reqs[0], "watch", streamOpts("")) {
+		t.Errorf("requests %+v, want one streaming watch %+v", reqs, streamOpts(""))
+	}
+	if s := srv.Requests()[0].Options.TimeoutSeconds; s == nil || *s < 300 || *s > 600 {
+		t.Errorf("streaming watch timeoutSeconds %v, want within [300, 600]", s)
+	}
+}
+
+func TestStreamingListPageSizeZeroIsOnePage(t *testing.T) {
+	srv := newServer(t, 1234)
+	h := start(t, srv, nil, WithStrategy(StreamingList), WithPageSize(0))
+	if _, sizes, _ := h.pages(); !reflect.DeepEqual(sizes, []int{1234}) {
+		t.Errorf("page sizes %v, want one page of 1234", sizes)
+	}
+}
+
+func TestStreamingReconnectDoesNotAskForInitialEvents(t *testing.T) {
+	srv := newServer(t, 10)
+	h := start(t, srv, nil, WithStrategy(StreamingList))
+	h.restart()
+	h.watchStarted()
+	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
+		t.Fatal(err)
+	}
+	lastRV := h.nextOf(Deleted).ResourceVersion
+
+	srv.CloseWatches()
+	if opts := h.watchStarted(); opts.SendInitialEvents != nil || opts.ResourceVersion != lastRV || opts.ResourceVersionMatch != "" {
+		t.Errorf("reconnect options %+v, want a plain watch from %s", opts, lastRV)
+	}
+	if _, err := srv.Delete("ns", "cm-00002"); err != nil {
+		t.Fatal(err)
+	}
+	h.nextOf(Deleted) // and no restart in between
+}
+
+func TestAutoStreamsByDefault(t *testing.T) {
+	srv := newServer(t, 3)
+	h := start(t, srv, nil)
+	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList {
+		t.Errorf("Auto restarted with %v, want StreamingList", startEv.Strategy)
+	}
+}
+
+var refuseStreaming = func(_ context.Context, req fake.Request) error {
+	if req.Verb == "watch" && req.Options.SendInitialEvents != nil {
+		return apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "",
+			nil) // what a server with the WatchList feature off answers, in short
+	}
+	return nil
+}
+
+func TestAutoFallsBackWhenTheServerRefusesAndRemembersIt(t *testing.T) {
+	srv := newServer(t, 3)
+	srv.SetFault(refuseStreaming)
+	h := start(t, srv, nil, WithFallbackTTL(DefaultFallbackTTL))
+
+	if err := h.fallback(); !apierrors.IsInvalid(err) {
+		t.Errorf("fallback after %v, want the server's Invalid", err)
+	}
+	if !apierrors.IsInvalid(h.err()) {
+		t.Error("the refusal was not reported")
+	}
+	startEv, names, _ := h.restart()
+	if startEv.Strategy != ListWatch || startEv.Reason != Initial || len(names) != 3 {
+		t.Errorf("restart %+v with %d objects, want the initial one by ListWatch with 3", startEv, len(names))
+	}
+	h.watchStarted()
+
+	// Within the TTL a relist lists again, without trying to stream.
+	srv.SetFault(nil)
+	srv.ResetRequests()
+	expired := apierrors.NewResourceExpired("gone")
+	srv.SendWatchError(&expired.ErrStatus)
+	h.err()
+	h.backoff(testBackoff.Initial)
+	if startEv, _, _ := h.restart(); startEv.Strategy != ListWatch || startEv.Reason != Expired {
+		t.Errorf("relist within the fallback TTL: %+v, want Expired by ListWatch", startEv)
+	}
+	if reqs := requests(srv); reqs[0].Verb != "list" {
+		t.Errorf("first request within the TTL %+v, want a LIST", reqs[0])
+	}
+	h.watchStarted()
+
+	// After it, Auto streams again.
+	h.clock.Step(DefaultFallbackTTL)
+	srv.SendWatchError(&expired.ErrStatus)
+	h.err()
+	h.backoff(testBackoff.Initial)
+	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList {
+		t.Errorf("relist after the fallback TTL: %+v, want StreamingList", startEv)
+	}
+}
+
+func TestAutoListsWhenTheListerWatcherCannotStream(t *testing.T) {
+	srv := newServer(t, 3)
+	lw := srv.ListerWatcher()
+	lw.WatchListUnsupported = true
+	for _, strategy := range []Strategy{Auto, StreamingList} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			srv.ResetRequests()
+			h := start(t, srv, lw, WithStrategy(strategy))
+			if startEv, _, _ := h.restart(); startEv.Strategy != ListWatch {
+				t.Errorf("restart by %v, want ListWatch", startEv.Strategy)
+			}
+			h.watchStarted()
+			h.stop()
+			for _, req := range srv.Requests() {
+				if req.Options.SendInitialEvents != nil {
+					t.Errorf("streaming request %+v to a ListerWatcher that cannot stream", req)
+				}
+			}
+		})
+	}
+}
+
+func TestAutoHonoursClientGoFeatureGate(t *testing.T) {
+	clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, false)
+	srv := newServer(t, 3)
+	h := start(t, srv, nil)
+	if startEv, _, _ := h.restart(); startEv.Strategy != ListWatch {
+		t.Errorf("Auto with WatchListClient off restarted by %v, want ListWatch", startEv.Strategy)
+	}
+	h.stop()
+
+	h = start(t, srv, nil, WithStrategy(StreamingList))
+	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList {
+		t.Errorf("explicit StreamingList with WatchListClient off restarted by %v, want StreamingList", startEv.Strategy)
+	}
+}
+
+func TestAutoFallsBackWithoutEndBookmark(t *testing.T) {
+	srv := newServer(t, 1234)
+	// The caller's ListerWatcher turns bookmarks off: the server streams the
+	// initial events but never ends them.
+	h := start(t, srv, selectorLW{srv.ListerWatcher()})
+	startEv := h.nextOf(RestartStart)
+	if startEv.Strategy != StreamingList {
+		t.Fatalf("first restart by %v, want StreamingList", startEv.Strategy)
+	}
+	h.nextOf(RestartPage)
+	h.nextOf(RestartPage)
+	var err error
+	h.idleUntil(DefaultStreamingIdleTimeout, poll(h.obs.fallbacks, &err))
+	if !errors.Is(err, ErrNoEndBookmark) {
+		t.Errorf("fallback after %v, want ErrNoEndBookmark", err)
+	}
+	startEv, names, _ := h.restart()
+	if startEv.Strategy != ListWatch || startEv.Reason != StreamingFallback || len(names) != 1234 {
+		t.Errorf("restart %+v with %d objects, want a StreamingFallback by ListWatch with 1234", startEv, len(names))
+	}
+}
+
+func TestAutoFallsBackWhenTheServerSendsChangesFirst(t *testing.T) {
+	srv := newServer(t, 5, fake.WithoutWatchList())
+	h := start(t, srv, nil, WithPageSize(2))
+	h.watchStarted()
+	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fallback(); !errors.Is(err, ErrNotStreaming) {
+		t.Errorf("fallback after %v, want ErrNotStreaming", err)
+	}
+	// The synthetic ADDED events made pages, so the consumer saw a start.
+	h.nextOf(RestartStart)
+	h.nextOf(RestartPage)
+	h.nextOf(RestartPage)
+	startEv, names, _ := h.restart()
+	if startEv.Strategy != ListWatch || startEv.Reason != StreamingFallback || len(names) != 4 {
+		t.Errorf("restart %+v with %d objects, want a StreamingFallback by ListWatch with 4", startEv, len(names))
+	}
+}
+
+func TestExplicitStreamingListNeverFallsBack(t *testing.T) {
+	srv := newServer(t, 3)
+	srv.SetFault(refuseStreaming)
+	h := start(t, srv, nil, WithStrategy(StreamingList))
+	for _, want := range []int{1, 2} {
+		if err := h.err(); !apierrors.IsInvalid(err) {
+			t.Fatalf("reported %v, want the server's Invalid", err)
+		}
+		h.backoff(testBackoff.Initial * (1 << (want - 1)))
+	}
+	srv.SetFault(nil)
+	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList {
+		t.Errorf("restart by %v, want StreamingList", startEv.Strategy)
+	}
+	for _, req := range srv.Requests() {
+		if req.Verb == "list" {
+			t.Errorf("explicit StreamingList sent a LIST: %+v", req)
+		}
+	}
+	select {
+	case err := <-h.obs.fallbacks:
+		t.Errorf("explicit StreamingList fell back after %v", err)
+	default:
+	}
+}
+
+func TestExplicitStreamingListRetriesWithoutEndBookmark(t *testing.T) {
+	srv := newServer(t, 3)
+	h := start(t, srv, selectorLW{srv.ListerWatcher()}, WithStrategy(StreamingList), WithPageSize(1))
+	h.nextOf(RestartStart)
+	var err error
+	h.idleUntil(DefaultStreamingIdleTimeout, poll(h.errs, &err))
+	if !errors.Is(err, ErrNoEndBookmark) {
+		t.Errorf("reported %v, want ErrNoEndBookmark", err)
+	}
+	// The idle steps may have run the backoff through already.
+	if b := <-h.obs.backoffs; b.delay != testBackoff.Initial {
+		t.Errorf("backed off %v, want %v", b.delay, testBackoff.Initial)
+	}
+	h.clock.Step(testBackoff.Initial)
+	if startEv := h.skipTo(RestartStart); startEv.Strategy != StreamingList || startEv.Reason != Error {
+		t.Errorf("retry %+v, want an Error restart by StreamingList", startEv)
+	}
+}
+
+func TestStreamingThrottledRetriesTheStream(t *testing.T) {
+	srv := newServer(t, 3)
+	calls := 0
+	srv.SetFault(func(context.Context, fake.Request) error {
+		if calls++; calls == 1 {
+			return apierrors.NewTooManyRequests("slow down", 0)
+		}
+		if calls == 2 {
+			return fake.ConnectionRefused()
+		}
+		return nil
+	})
+	h := start(t, srv, nil)
+	h.backoff(testBackoff.Initial)
+	h.backoff(2 * testBackoff.Initial)
+	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList || startEv.Reason != Initial {
+		t.Errorf("restart %+v, want the initial one by StreamingList", startEv)
+	}
+	for i, req := range requests(srv) {
+		if !sameRequest(req, "watch", streamOpts("")) {
+			t.Errorf("request %d %+v, want the same streaming watch", i, req)
+		}
+	}
+}
+
+func TestStreamingFromAnUnavailableResourceVersionStreamsFromNewest(t *testing.T) {
+	srv := newServer(t, 3)
+	h := start(t, srv, nil, WithStrategy(StreamingList))
+	_, _, done := h.restart()
+	h.watchStarted()
+	srv.SetFault(func(_ context.Context, req fake.Request) error {
+		if req.Verb == "watch" && req.Options.ResourceVersion != "" {
+			return fake.TooLargeResourceVersion(99, 1)
+		}
+		return nil
+	})
+	srv.ResetRequests()
+	expired := apierrors.NewResourceExpired("gone")
+	srv.SendWatchError(&expired.ErrStatus)
+	if err := h.err(); !apierrors.IsResourceExpired(err) {
+		t.Errorf("reported %v, want the watch's Expired", err)
+	}
+	h.backoff(testBackoff.Initial)
+	if err := h.err(); !isTooLarge(err) {
+		t.Errorf("reported %v, want too large resource version", err)
+	}
+	// No backoff: the stream from "" follows at once.
+	if startEv, _, _ := h.restart(); startEv.Reason != Expired || startEv.Strategy != StreamingList {
+		t.Errorf("restart %+v, want Expired by StreamingList", startEv)
+	}
+	reqs := requests(srv)
+	if len(reqs) != 2 || !sameRequest(reqs[0], "watch", streamOpts(done.ResourceVersion)) || !sameRequest(reqs[1], "watch", streamOpts("")) {
+		t.Errorf("requests %+v, want streams from %s then from \"\"", reqs, done.ResourceVersion)
+	}
+}
