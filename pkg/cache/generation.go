@@ -30,7 +30,7 @@ func sortedIndexers(indexers toolscache.Indexers) []namedIndexer {
 func (ix namedIndexer) values(key string, obj any) []string {
 	values, err := ix.fn(obj)
 	if err != nil {
-		panic(fmt.Errorf("unable to calculate an index entry for key %q on index %q: %v", key, ix.name, err))
+		panic(fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, ix.name, err))
 	}
 	return values
 }
@@ -135,6 +135,10 @@ func (idx index) update(ix namedIndexer, key string, oldObj, newObj any) {
 
 func (idx index) addKey(value, key string) {
 	set := idx[value]
+	if set.many != nil {
+		set.many[key] = struct{}{} // the map is shared: nothing to store back
+		return
+	}
 	set.add(key)
 	idx[value] = set
 }
@@ -145,10 +149,11 @@ func (idx index) removeKey(value, key string) {
 		return
 	}
 	set.remove(key)
-	if set.len() == 0 {
+	switch {
+	case set.len() == 0:
 		delete(idx, value)
-	} else {
-		idx[value] = set
+	case set.many == nil:
+		idx[value] = set // the slice header changed
 	}
 }
 

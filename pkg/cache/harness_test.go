@@ -380,7 +380,7 @@ func (h *harness) check() {
 	for _, k := range keyspace {
 		got, gotOK, gotErr := h.ours.GetByKey(k)
 		o, ok, err := h.oracle.GetByKey(k)
-		if got != o || gotOK != ok || gotErr != err {
+		if got != o || gotOK != ok || gotErr != nil || err != nil {
 			t.Fatalf("GetByKey(%s) = %p %v %v, client-go %p %v %v", k, got, gotOK, gotErr, o, ok, err)
 		}
 	}
