@@ -250,7 +250,7 @@ func (c *child) relist(ctx context.Context, base baseline, inf toolscache.Shared
 		return Phase{}, fmt.Errorf("%w (got %d)", err, h.updates.Load())
 	}
 	end := time.Now()
-	p := w.stop(base, c.v.name+" relist")
+	p := w.stop(base, relistRow(c.v.name))
 	start := c.relistStart.Load()
 	if start == 0 {
 		return Phase{}, errors.New("the handler got its updates but no relist request went out")

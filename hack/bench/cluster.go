@@ -107,7 +107,7 @@ func benchIndex(namespace, name string) int {
 // the missing ones and deleting those of an earlier, larger run, with
 // workers concurrent requests. It returns the number of RoleBindings of all
 // kinds in the cluster afterwards.
-func populate(ctx context.Context, cs kubernetes.Interface, n, workers int, progress func(string)) (total int, err error) {
+func populate(ctx context.Context, cs kubernetes.Interface, n, workers int, prog *progress) (total int, err error) {
 	for i := range min(n, benchNamespaces) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName(i), Labels: map[string]string{benchLabel: benchLabelValue}}}
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -133,7 +133,7 @@ func populate(ctx context.Context, cs kubernetes.Interface, n, workers int, prog
 			missing = append(missing, i)
 		}
 	}
-	progress(fmt.Sprintf("populate: %d of %d bench RoleBindings exist, creating %d, deleting %d", len(have), n, len(missing), len(extra)))
+	prog.step(fmt.Sprintf("populate: %d of %d bench RoleBindings exist, creating %d, deleting %d", len(have), n, len(missing), len(extra)))
 
 	err = parallel(ctx, workers, len(missing), func(ctx context.Context, k int) error {
 		_, err := cs.RbacV1().RoleBindings(nsName(missing[k])).Create(ctx, roleBinding(missing[k]), metav1.CreateOptions{FieldManager: "leaninformer-bench"})
@@ -141,7 +141,7 @@ func populate(ctx context.Context, cs kubernetes.Interface, n, workers int, prog
 			return nil
 		}
 		return err
-	}, func(done int) { progress(fmt.Sprintf("populate: created %d/%d", done, len(missing))) })
+	}, func(done int) { prog.set(fmt.Sprintf("populate: created %d/%d", done, len(missing))) })
 	if err != nil {
 		return 0, fmt.Errorf("create RoleBindings: %w", err)
 	}
@@ -151,7 +151,7 @@ func populate(ctx context.Context, cs kubernetes.Interface, n, workers int, prog
 			return nil
 		}
 		return err
-	}, func(done int) { progress(fmt.Sprintf("populate: deleted %d/%d", done, len(extra))) })
+	}, func(done int) { prog.set(fmt.Sprintf("populate: deleted %d/%d", done, len(extra))) })
 	if err != nil {
 		return 0, fmt.Errorf("delete RoleBindings of an earlier run: %w", err)
 	}

@@ -11,8 +11,9 @@ import (
 // have not landed).
 var errNoOurs = errors.New("this build has no leaninformer variants")
 
-// oursVariants are the leaninformer variants this build can measure.
-func oursVariants() []variant { return nil }
+// oursBuilt reports whether this build measures leaninformer's variants of
+// kind k.
+func oursBuilt(kind) bool { return false }
 
 func (c *child) newOursInformer(toolscache.SharedIndexInformerOptions) (toolscache.SharedIndexInformer, error) {
 	return nil, errNoOurs

@@ -40,7 +40,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	prog := newProgress(stderr)
 	started := time.Now()
 	if o.kubeconfig == "" {
-		prog.set("starting kube-apiserver and etcd (envtest)")
+		prog.step("starting kube-apiserver and etcd (envtest)")
 	}
 	cl, err := startCluster(o.kubeconfig)
 	if err != nil {
@@ -61,7 +61,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	if v, err := cs.Discovery().ServerVersion(); err == nil {
 		serverVersion = v.GitVersion
 	}
-	total, err := populate(ctx, cs, o.objects, o.workers, prog.set)
+	total, err := populate(ctx, cs, o.objects, o.workers, prog)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	if memLimit > 0 {
 		label += fmt.Sprintf(" GOMEMLIMIT=%.0fMiB", mib(memLimit))
 	}
-	m.prog.set(fmt.Sprintf("measure [%d/%d] %s", m.done+1, m.jobs, label))
+	m.prog.step(fmt.Sprintf("measure [%d/%d] %s", m.done+1, m.jobs, label))
 
 	proxy, err := faultproxy.New(m.admin)
 	if err != nil {
@@ -286,23 +286,53 @@ func tail(path string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// progress keeps one status line on stderr up to date.
+// progress keeps one status line on stderr up to date. When stderr is not
+// a terminal (CI logs), it prints whole lines instead, and of the frequent
+// updates only one every few seconds.
 type progress struct {
-	w    io.Writer
-	last int
+	w       io.Writer
+	tty     bool
+	last    int
+	printed time.Time
 }
 
-func newProgress(w io.Writer) *progress { return &progress{w: w} }
+func newProgress(w io.Writer) *progress {
+	f, ok := w.(*os.File)
+	tty := false
+	if ok {
+		if fi, err := f.Stat(); err == nil {
+			tty = fi.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	return &progress{w: w, tty: tty}
+}
 
+// set shows s, an update that may be dropped in a log.
 func (p *progress) set(s string) {
-	pad := max(0, p.last-len(s))
-	fmt.Fprintf(p.w, "\r%s%s", s, strings.Repeat(" ", pad))
+	if !p.tty && time.Since(p.printed) < 5*time.Second {
+		return
+	}
+	p.show(s)
+}
+
+// step shows s, the start of a step.
+func (p *progress) step(s string) { p.show(s) }
+
+func (p *progress) show(s string) {
+	p.printed = time.Now()
+	if !p.tty {
+		fmt.Fprintln(p.w, s)
+		return
+	}
+	fmt.Fprintf(p.w, "\r%s%s", s, strings.Repeat(" ", max(0, p.last-len(s))))
 	p.last = len(s)
 }
 
-// finish replaces the status line with s and moves to a new line.
+// finish shows s and ends the status line.
 func (p *progress) finish(s string) {
-	p.set(s)
-	fmt.Fprintln(p.w)
-	p.last = 0
+	p.show(s)
+	if p.tty {
+		fmt.Fprintln(p.w)
+		p.last = 0
+	}
 }

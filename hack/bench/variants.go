@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 )
@@ -57,29 +58,57 @@ func (v variant) env() []string {
 // rows are the names of the table rows a variant's child reports.
 func (v variant) rows() []string {
 	if v.relist {
-		return []string{v.name, v.name + " relist"}
+		return []string{v.name, relistRow(v.name)}
 	}
 	return []string{v.name}
 }
 
-// variants lists every variant, ours only when this build has them (see
-// ours.go).
+func relistRow(name string) string { return name + " relist" }
+
+// variants lists the variants this build can measure (see oursBuilt), in
+// table order.
 func variants() []variant {
-	vs := []variant{
+	all := []variant{
 		{name: "floor", kind: floorKind, mode: listing,
 			desc: "the decoded objects in a plain slice (paged LIST)"},
 		{name: "client-go", kind: informerKind, mode: streaming, relist: true,
 			desc: "client-go informer, default feature gates (streaming list)"},
+		{name: "ours-stream", kind: informerKind, ours: true, mode: streaming, relist: true,
+			desc: "leaninformer informer, StreamingList strategy"},
 		{name: "client-go-list", kind: informerKind, mode: listing, relist: true,
 			desc: "client-go informer, KUBE_FEATURE_WatchListClient=false (LIST)"},
+		{name: "ours-listwatch", kind: informerKind, ours: true, mode: listing, relist: true,
+			desc: "leaninformer informer, ListWatch strategy (paged LIST)"},
 		{name: "client-go-reflector", kind: noStoreKind, mode: streaming,
 			desc: "client-go Reflector into a store that keeps nothing (streaming list)"},
+		{name: "ours-pipeline-stream", kind: noStoreKind, ours: true, mode: streaming,
+			desc: "leaninformer pipeline into a consumer that drops pages (StreamingList)"},
 		{name: "client-go-reflector-list", kind: noStoreKind, mode: listing,
 			desc: "client-go Reflector into a store that keeps nothing (LIST)"},
+		{name: "ours-pipeline-listwatch", kind: noStoreKind, ours: true, mode: listing,
+			desc: "leaninformer pipeline into a consumer that drops pages (ListWatch)"},
 		{name: "client-go-strip", kind: informerKind, mode: streaming, strip: true,
 			desc: "client-go informer (streaming list) with TransformStripManagedFields"},
+		{name: "ours-stream-strip", kind: informerKind, ours: true, mode: streaming, strip: true,
+			desc: "leaninformer informer (StreamingList) with TransformStripManagedFields"},
 	}
-	return append(vs, oursVariants()...)
+	return slices.DeleteFunc(all, func(v variant) bool { return v.ours && !oursBuilt(v.kind) })
+}
+
+// rowGroup orders the table: the floor, initial syncs, relists, rows
+// without store, transforms.
+func rowGroup(v variant, relistRow bool) int {
+	switch {
+	case v.kind == floorKind:
+		return 0
+	case relistRow:
+		return 2
+	case v.kind == noStoreKind:
+		return 3
+	case v.strip:
+		return 4
+	}
+	return 1
 }
 
 // selectVariants returns the variants whose name matches the regular
