@@ -3,22 +3,69 @@ package main
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 )
 
-// errNoOurs: this build does not measure leaninformer yet (its packages
-// have not landed).
-var errNoOurs = errors.New("this build has no leaninformer variants")
-
 // oursBuilt reports whether this build measures leaninformer's variants of
-// kind k.
-func oursBuilt(kind) bool { return false }
+// kind k: the informer comes with pkg/informer.
+func oursBuilt(k kind) bool { return k == noStoreKind }
 
 func (c *child) newOursInformer(toolscache.SharedIndexInformerOptions) (toolscache.SharedIndexInformer, error) {
-	return nil, errNoOurs
+	return nil, errors.New("this build has no leaninformer informer")
 }
 
-func (c *child) startPipeline(context.Context) (func() (int, int), <-chan struct{}, error) {
-	return nil, nil, errNoOurs
+func (v variant) pipelineStrategy() listerwatcher.Strategy {
+	if v.mode == streaming {
+		return listerwatcher.StreamingList
+	}
+	return listerwatcher.ListWatch
+}
+
+// startPipeline runs our listerwatcher pipeline into a consumer that counts
+// and drops every page; synced is closed at the end of the first restart.
+func (c *child) startPipeline(ctx context.Context) (seen func() (total, bench int), synced <-chan struct{}, err error) {
+	w, err := listerwatcher.New(c.lw,
+		listerwatcher.WithStrategy(c.v.pipelineStrategy()),
+		listerwatcher.WithPageSize(c.opts.pageSize))
+	if err != nil {
+		return nil, nil, err
+	}
+	var total, bench atomic.Int64
+	done := make(chan struct{})
+	finished := false // Handle calls come one at a time
+	consumer := listerwatcher.ConsumerFunc(func(_ context.Context, ev listerwatcher.Event) error {
+		switch {
+		case finished:
+		case ev.Type == listerwatcher.RestartStart:
+			total.Store(0)
+			bench.Store(0)
+		case ev.Type == listerwatcher.RestartPage:
+			countPage(ev.Objects, &total, &bench)
+		case ev.Type == listerwatcher.RestartDone:
+			finished = true
+			close(done)
+		}
+		return nil
+	})
+	go func() {
+		if err := w.Run(ctx, consumer); err != nil {
+			klog.FromContext(ctx).Error(err, "pipeline stopped")
+		}
+	}()
+	return func() (int, int) { return int(total.Load()), int(bench.Load()) }, done, nil
+}
+
+func countPage(objs []runtime.Object, total, bench *atomic.Int64) {
+	total.Add(int64(len(objs)))
+	for _, o := range objs {
+		if isBench(o) {
+			bench.Add(1)
+		}
+	}
 }
