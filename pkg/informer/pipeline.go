@@ -1,0 +1,175 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
+)
+
+// pipeline applies the listerwatcher's events to the store and queues the
+// matching notifications. It runs in the watcher's goroutine, one event at a
+// time: a restart page goes straight into the indexer's restart buffer, so at
+// most one page is held outside the store.
+type pipeline struct {
+	s      *SharedIndexInformer
+	logger klog.Logger
+
+	transform toolscache.TransformFunc
+
+	// The restart in progress, for its summary log line.
+	restartReason  listerwatcher.RestartReason
+	restartStarted time.Time
+	restartPages   int
+	restartObjects int
+	restartDropped int
+}
+
+var _ listerwatcher.Consumer = (*pipeline)(nil)
+
+// Handle implements listerwatcher.Consumer.
+func (p *pipeline) Handle(ctx context.Context, ev listerwatcher.Event) error {
+	switch ev.Type {
+	case listerwatcher.RestartStart:
+		p.startRestart(ev)
+	case listerwatcher.RestartPage:
+		p.addPage(ctx, ev.Objects)
+	case listerwatcher.RestartDone:
+		return p.finishRestart(ctx, ev.ResourceVersion)
+	case listerwatcher.Added, listerwatcher.Modified:
+		p.upsert(ctx, ev.Object)
+		p.s.setLastSyncResourceVersion(ev.ResourceVersion)
+	case listerwatcher.Deleted:
+		p.remove(ctx, ev.Object)
+		p.s.setLastSyncResourceVersion(ev.ResourceVersion)
+	case listerwatcher.Bookmark:
+		p.s.indexer.Bookmark(ev.ResourceVersion)
+		p.s.setLastSyncResourceVersion(ev.ResourceVersion)
+	default:
+		return fmt.Errorf("unknown pipeline event type %v", ev.Type)
+	}
+	return nil
+}
+
+func (p *pipeline) startRestart(ev listerwatcher.Event) {
+	if p.transform == nil {
+		p.s.startedMu.Lock()
+		p.transform = checkedTransform(p.s.transform)
+		p.s.startedMu.Unlock()
+	}
+	p.s.indexer.StartRestart()
+	p.restartReason = ev.Reason
+	p.restartStarted = time.Now()
+	p.restartPages, p.restartObjects, p.restartDropped = 0, 0, 0
+}
+
+func (p *pipeline) addPage(ctx context.Context, objs []runtime.Object) {
+	p.restartPages++
+	for _, obj := range objs {
+		p.restartObjects++
+		if _, _, err := p.s.indexer.AddToRestart(obj, p.transform); err != nil {
+			p.restartDropped++
+			utilruntime.HandleErrorWithContext(ctx, err, "Dropping listed object", "type", p.s.objectDescription)
+		}
+	}
+}
+
+func (p *pipeline) finishRestart(ctx context.Context, rv string) error {
+	isInitial := !p.s.HasSynced()
+	p.s.blockDeltas.Lock()
+	diff, err := p.s.indexer.FinishRestart(rv)
+	if err != nil {
+		p.s.blockDeltas.Unlock()
+		return fmt.Errorf("finishing restart at resourceVersion %q: %w", rv, err)
+	}
+	for _, c := range diff.Changes {
+		p.s.mutationDetector.AddObject(c.New)
+	}
+	p.s.processor.distributeRestart(diff, isInitial)
+	p.s.blockDeltas.Unlock()
+
+	p.s.setLastSyncResourceVersion(rv)
+	if isInitial {
+		close(p.s.synced)
+	}
+	p.logger.V(2).Info("Restart done", "type", p.s.objectDescription, "reason", p.restartReason,
+		"resourceVersion", rv, "objects", len(diff.Changes), "pages", p.restartPages,
+		"reused", diff.Reused, "dropped", p.restartDropped, "deleted", len(diff.Deleted),
+		"duration", time.Since(p.restartStarted))
+	return nil
+}
+
+func (p *pipeline) upsert(ctx context.Context, obj runtime.Object) {
+	stored, err := p.transformed(obj)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Dropping watch event", "type", p.s.objectDescription)
+		return
+	}
+	p.s.blockDeltas.Lock()
+	defer p.s.blockDeltas.Unlock()
+	old, existed, err := p.s.indexer.Upsert(stored)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Unable to store watch event object", "type", p.s.objectDescription)
+		return
+	}
+	p.s.mutationDetector.AddObject(stored)
+	if existed {
+		p.s.processor.distribute(notification{kind: notifyUpdate, oldObj: old, newObj: stored}, sameResourceVersion(old, stored))
+		return
+	}
+	p.s.processor.distribute(notification{kind: notifyAdd, newObj: stored}, false)
+}
+
+func (p *pipeline) remove(ctx context.Context, obj runtime.Object) {
+	deleted, err := p.transformed(obj)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Dropping delete event's object, deleting by key", "type", p.s.objectDescription)
+		deleted = obj
+	}
+	p.s.blockDeltas.Lock()
+	defer p.s.blockDeltas.Unlock()
+	if _, _, err := p.s.indexer.Remove(deleted); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", p.s.objectDescription)
+		return
+	}
+	// Like client-go, handlers hear of every delete event, stored or not.
+	p.s.processor.distribute(notification{kind: notifyDelete, oldObj: deleted}, false)
+}
+
+func (p *pipeline) transformed(obj runtime.Object) (any, error) {
+	if p.transform == nil {
+		return obj, nil
+	}
+	out, err := p.transform(obj)
+	if err != nil {
+		return nil, fmt.Errorf("transforming: %w", err)
+	}
+	return out, nil
+}
+
+// checkedTransform wraps the user's transform so that a nil result is an
+// error instead of a nil stored under some key.
+func checkedTransform(t toolscache.TransformFunc) toolscache.TransformFunc {
+	if t == nil {
+		return nil
+	}
+	return func(obj any) (any, error) {
+		out, err := t(obj)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			return nil, errTransformReturnedNil
+		}
+		return out, nil
+	}
+}
+
+var errTransformReturnedNil = errors.New("transform returned nil")
