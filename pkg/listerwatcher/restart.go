@@ -141,15 +141,17 @@ func (r *run) streamRestart(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		r.report(ctx, err)
 		switch {
 		case isThrottled(err):
+			r.report(ctx, err)
 			r.pause(ctx, err)
 		case opts.ResourceVersion != "" && isUnavailable(err):
+			r.report(ctx, err)
 			r.rvUnavailable = true // retry from "" right away
 		case r.strategy == Auto:
-			r.fallBack(err, false)
+			r.fallBack(ctx, err, false)
 		default:
+			r.report(ctx, err)
 			r.pause(ctx, err)
 		}
 		return
@@ -169,6 +171,10 @@ func (r *run) streamRestart(ctx context.Context) {
 	if errors.Is(err, errConsumer) {
 		return // deliver has reported and backed off
 	}
+	if r.strategy == Auto && (errors.Is(err, ErrNoEndBookmark) || errors.Is(err, ErrNotStreaming)) {
+		r.fallBack(ctx, err, started)
+		return
+	}
 	r.report(ctx, err)
 	switch {
 	case isThrottled(err):
@@ -177,8 +183,6 @@ func (r *run) streamRestart(ctx context.Context) {
 	case opts.ResourceVersion != "" && isUnavailable(err):
 		r.rvUnavailable = true // retry from "" right away
 		r.restartAfter(Expired, started)
-	case r.strategy == Auto && (errors.Is(err, ErrNoEndBookmark) || errors.Is(err, ErrNotStreaming)):
-		r.fallBack(err, started)
 	default:
 		r.restartAfter(Error, started)
 		r.pause(ctx, err)

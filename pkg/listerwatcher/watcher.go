@@ -212,8 +212,12 @@ func (r *run) pause(ctx context.Context, err error) bool {
 	}
 }
 
-// fallBack makes Auto list instead of stream for the fallback TTL.
-func (r *run) fallBack(err error, started bool) {
+// fallBack makes Auto list instead of stream for the fallback TTL, right
+// away. It logs err itself, so without an error handler nothing else does.
+func (r *run) fallBack(ctx context.Context, err error, started bool) {
+	if r.errorHandler != nil {
+		r.errorHandler(ctx, err)
+	}
 	r.fallbackUntil = r.clock.Now().Add(r.fallbackTTL)
 	r.observer.StrategyFallback(err)
 	logger := r.logger

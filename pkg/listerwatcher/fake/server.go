@@ -29,6 +29,7 @@ type Server struct {
 	deepCopyInto reflect.Value // itemType's DeepCopyInto, to decode straight into Items
 	resource     schema.GroupResource
 	noWatchList  bool
+	noLog        bool
 
 	mu         sync.Mutex
 	rv         uint64              // the newest resourceVersion handed out
@@ -83,6 +84,10 @@ type Option func(*Server)
 // synthetic ADDED events and no end bookmark, a watch from a resourceVersion
 // only the changes after it.
 func WithoutWatchList() Option { return func(s *Server) { s.noWatchList = true } }
+
+// WithoutRequestLog turns the request log off, so that a long benchmark
+// does not measure it growing.
+func WithoutRequestLog() Option { return func(s *Server) { s.noLog = true } }
 
 // NewServer returns an empty server storing the item type of exampleList,
 // which must be a pointer to a typed list such as &corev1.ConfigMapList{}.
@@ -309,7 +314,8 @@ func (s *Server) SetFault(f Fault) {
 	s.fault = f
 }
 
-// Requests returns the requests received so far, oldest first.
+// Requests returns the requests received so far, oldest first (none with
+// WithoutRequestLog).
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -328,7 +334,9 @@ func (s *Server) ResetRequests() {
 func (s *Server) admit(ctx context.Context, verb string, opts metav1.ListOptions) error {
 	req := Request{Verb: verb, Options: copyOptions(opts)}
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
+	if !s.noLog {
+		s.requests = append(s.requests, req)
+	}
 	fault, closed := s.fault, s.closed
 	s.mu.Unlock()
 	if closed {

@@ -439,6 +439,12 @@ func TestFaultHookAndRequestLog(t *testing.T) {
 	if len(s.Requests()) != 0 {
 		t.Error("ResetRequests left requests")
 	}
+
+	quiet := NewServer(&corev1.ConfigMapList{}, WithoutRequestLog())
+	defer quiet.Close()
+	if _, err := quiet.ListerWatcher().List(metav1.ListOptions{}); err != nil || len(quiet.Requests()) != 0 {
+		t.Errorf("list on a server without request log: %v, logged %v", err, quiet.Requests())
+	}
 }
 
 func TestCloseEndsWatchesAndRefusesRequests(t *testing.T) {
