@@ -2,24 +2,33 @@ package main
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/leaninformer/leaninformer/pkg/informer"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 )
 
 // oursBuilt reports whether this build measures leaninformer's variants of
-// kind k: the informer comes with pkg/informer.
-func oursBuilt(k kind) bool { return k == noStoreKind }
+// kind k.
+func oursBuilt(kind) bool { return true }
 
-func (c *child) newOursInformer(toolscache.SharedIndexInformerOptions) (toolscache.SharedIndexInformer, error) {
-	return nil, errors.New("this build has no leaninformer informer")
+// newOursInformer builds our informer with the variant's strategy, the
+// page size and relist reuse (the default, spelled out).
+func (c *child) newOursInformer(opts toolscache.SharedIndexInformerOptions) (toolscache.SharedIndexInformer, error) {
+	strategy := informer.ListWatch
+	if c.v.mode == streaming {
+		strategy = informer.StreamingList
+	}
+	return informer.NewSharedIndexInformerWithOptions(c.lw, &rbacv1.RoleBinding{}, opts,
+		informer.WithStrategy(strategy),
+		informer.WithPageSize(c.opts.pageSize),
+		informer.WithRelistReuse(true)), nil
 }
-
 func (v variant) pipelineStrategy() listerwatcher.Strategy {
 	if v.mode == streaming {
 		return listerwatcher.StreamingList
