@@ -160,7 +160,7 @@ func TestChartIsValidSVG(t *testing.T) {
 
 // smokeVariants are what TestSmoke runs besides the floor: those of them
 // this build has.
-const smokeVariants = "^(client-go-list|client-go-reflector|ours-pipeline-listwatch|ours-listwatch)$"
+const smokeVariants = "^(client-go-list|ours-listwatch)$"
 
 // TestSmoke runs the whole benchmark on a few objects against envtest: the
 // children (this test binary, see TestMain) must sync, relist and pass their
@@ -206,7 +206,7 @@ func TestSmoke(t *testing.T) {
 		wantRows = append(wantRows, v.rows()...)
 	}
 	if len(wantRows) < 4 {
-		t.Fatalf("smoke rows %v: want at least the floor, an informer with its relist and a reflector", wantRows)
+		t.Fatalf("smoke rows %v: want at least the floor and informers with their relists", wantRows)
 	}
 	for _, lim := range []int64{0, rep.MemLimit} {
 		for _, name := range wantRows {
