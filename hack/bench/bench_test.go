@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/testenv"
@@ -162,9 +166,10 @@ func TestChartIsValidSVG(t *testing.T) {
 // this build has.
 const smokeVariants = "^(client-go-list|ours-listwatch)$"
 
-// TestSmoke runs the whole benchmark on a few objects against envtest: the
-// children (this test binary, see TestMain) must sync, relist and pass their
-// own request checks and the proxy's.
+// TestSmoke runs the whole benchmark on a few objects against envtest, as
+// --kubeconfig: the children (this test binary, see TestMain) must sync,
+// relist and pass their own request checks and the proxy's. Before that it
+// checks that populating is idempotent and shrinks an earlier, larger set.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -172,18 +177,54 @@ func TestSmoke(t *testing.T) {
 	if _, err := testenv.AssetsDir(); err != nil {
 		t.Skipf("no envtest binaries: %v", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl, err := startCluster("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cl.stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	}()
+	cs, err := kubernetes.NewForConfig(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	for _, step := range []struct {
+		n    int
+		said string
+	}{
+		{40, "0 of 40 bench RoleBindings exist, creating 40, deleting 0"},
+		{40, "40 of 40 bench RoleBindings exist, creating 0, deleting 0"},
+		{30, "30 of 30 bench RoleBindings exist, creating 0, deleting 10"},
+	} {
+		log.Reset()
+		total, err := populate(ctx, cs, step.n, 8, newProgress(&log))
+		if err != nil {
+			t.Fatalf("populate(%d): %v", step.n, err)
+		}
+		if total <= step.n || !strings.Contains(log.String(), step.said) {
+			t.Errorf("populate(%d) = %d in all, said %q; want more than %d (system ones too) and %q", step.n, total, log.String(), step.n, step.said)
+		}
+	}
+
 	o := options{
 		objects: 30, runs: 1, pageSize: 7, gogc: 100,
-		variants: smokeVariants,
-		out:      t.TempDir(), memLimit: true, workers: 8, interval: 2 * time.Millisecond,
+		kubeconfig: writeAdminKubeconfig(t, cl.cfg),
+		variants:   smokeVariants,
+		out:        t.TempDir(), memLimit: true, workers: 8, interval: 2 * time.Millisecond,
 		exe: os.Args[0], commandLine: "smoke",
 		relistDelay: 0, // the short-watch path of client-go's relist, to save time
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	var stdout, stderr bytes.Buffer
 	if err := run(ctx, o, &stdout, &stderr); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "30 of 30 bench RoleBindings exist, creating 0") {
+		t.Errorf("run repopulated an already populated cluster:\n%s", stderr.String())
 	}
 
 	var rep Report
@@ -236,4 +277,19 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s missing or not XML: %v", chart, err)
 		}
 	}
+}
+
+// writeAdminKubeconfig writes cfg's credentials to a kubeconfig file.
+func writeAdminKubeconfig(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	c := clientcmdapi.NewConfig()
+	c.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	c.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	c.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	c.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*c, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

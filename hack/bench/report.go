@@ -252,7 +252,7 @@ func (r *Report) markdown() string {
 		r.Command, r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.ServerVersion, r.Date)
 	fmt.Fprintf(&b, "%d bench RoleBindings in %d namespaces (%d in the cluster in all), protobuf on the wire, page size %d, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
 		r.Objects, benchNamespaces, r.TotalObjects, r.PageSize, r.GOGC, r.Runs)
-	b.WriteString("Heap columns are MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns). " +
+	b.WriteString("Δ columns are heap MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns, in MiB). " +
 		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *steady*: heap after GC at the end; " +
 		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +
 		"*sync*: seconds to synced and handler drained (relist rows: from the relist's first request until the handler has all of it). " +
@@ -263,7 +263,7 @@ func (r *Report) markdown() string {
 		} else {
 			fmt.Fprintf(&b, "### GOMEMLIMIT=%.0f MiB (1.5 x the floor + the baseline runtime memory)\n\n", mib(lim))
 		}
-		b.WriteString("| variant | sync s | peak heap | peak live | steady | peak RSS | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
+		b.WriteString("| variant | sync s | peak heap Δ | peak live Δ | steady Δ | peak RSS | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
 		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, row := range r.rowsWithLimit(lim) {
 			m := row.Median
