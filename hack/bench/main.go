@@ -20,7 +20,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -77,7 +76,7 @@ func parentMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	o.exe = exe
-	o.commandLine = strings.Join(append([]string{filepath.Base(os.Args[0])}, args...), " ")
+	o.commandLine = strings.Join(append([]string{os.Args[0]}, args...), " ")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

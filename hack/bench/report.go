@@ -284,7 +284,7 @@ func (r *Report) markdown() string {
 			if g.Met {
 				met = "yes"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.2f | <= %.2f | %s |\n", g.Goal, g.Ours, g.Theirs, g.Ratio, g.Target, met)
+			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | <= %.2f | %s |\n", g.Goal, g.Ours, g.Theirs, g.Ratio, g.Target, met)
 		}
 	}
 	return b.String()
