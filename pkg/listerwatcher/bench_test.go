@@ -190,7 +190,7 @@ func BenchmarkLiveEvents(b *testing.B) {
 			})
 			defer stop()
 			<-synced
-			waitForWatch(b, srv)
+			waitForWatch(srv)
 			liveLoop(b, srv, &seen)
 		})
 	}
@@ -223,7 +223,7 @@ func liveLoop(b *testing.B, srv *fake.Server, seen *atomic.Int64) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 }
 
-func waitForWatch(b *testing.B, srv *fake.Server) {
+func waitForWatch(srv *fake.Server) {
 	for srv.OpenWatches() == 0 {
 		time.Sleep(time.Millisecond)
 	}

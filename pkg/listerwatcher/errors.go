@@ -14,19 +14,19 @@ import (
 
 // Errors the watcher reports to its error handler besides the server's own.
 var (
-	// ErrVeryShortWatch: a watch closed within a second without any event,
-	// which usually means something between us and the API server drops it.
-	// It is retried after a backoff, as client-go's reflector does.
+	// ErrVeryShortWatch means a watch closed within a second without any
+	// event, which usually means something between us and the API server
+	// drops it. It is retried after a backoff, as client-go's reflector does.
 	ErrVeryShortWatch = errors.New("very short watch: the watch closed within a second without any event")
-	// ErrNoEndBookmark: a streaming restart waited the idle timeout for the
-	// next initial event or the end bookmark. A ListerWatcher that turns
-	// bookmarks off causes it: the API server then never ends the initial
-	// events.
+	// ErrNoEndBookmark means a streaming restart waited the idle timeout
+	// for the next initial event or the end bookmark. A ListerWatcher that
+	// turns bookmarks off causes it: the API server then never ends the
+	// initial events.
 	ErrNoEndBookmark = errors.New("no initial-events-end bookmark: the server sent no initial event or end bookmark within the streaming idle timeout")
-	// ErrNotStreaming: a MODIFIED or DELETED event arrived before the end
-	// bookmark, so the server does not stream initial events.
+	// ErrNotStreaming means a MODIFIED or DELETED event arrived before the
+	// end bookmark, so the server does not stream initial events.
 	ErrNotStreaming = errors.New("the server sent a change before the initial-events-end bookmark: it does not stream lists")
-	// ErrStreamEnded: the stream closed before its end bookmark.
+	// ErrStreamEnded means the stream closed before its end bookmark.
 	ErrStreamEnded = errors.New("the stream of initial events ended before its end bookmark")
 )
 

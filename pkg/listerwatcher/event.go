@@ -11,22 +11,22 @@ import (
 type EventType uint8
 
 const (
-	// RestartStart: a (re)list begins. The consumer drops any restart
-	// buffer it has open and opens an empty one.
+	// RestartStart means a (re)list begins: the consumer drops any
+	// restart buffer it has open and opens an empty one.
 	RestartStart EventType = iota + 1
-	// RestartPage: Objects holds one LIST page, or one batch of streamed
-	// initial events, of the restart in progress.
+	// RestartPage carries in Objects one LIST page, or one batch of
+	// streamed initial events, of the restart in progress.
 	RestartPage
-	// RestartDone: the restart is complete at ResourceVersion; the objects
-	// of its pages are the whole collection at that version.
+	// RestartDone means the restart is complete at ResourceVersion: the
+	// objects of its pages are the whole collection at that version.
 	RestartDone
-	// Added: Object was created (a live watch event).
+	// Added means Object was created (a live watch event).
 	Added
-	// Modified: Object was updated (a live watch event).
+	// Modified means Object was updated (a live watch event).
 	Modified
-	// Deleted: Object was deleted; it is the object's last state.
+	// Deleted means Object was deleted; it is the object's last state.
 	Deleted
-	// Bookmark: the collection is unchanged up to ResourceVersion.
+	// Bookmark means the collection is unchanged up to ResourceVersion.
 	Bookmark
 )
 
@@ -81,19 +81,20 @@ func (s Strategy) String() string {
 type RestartReason string
 
 const (
-	// Initial: the first restart of Run.
+	// Initial is the first restart of Run.
 	Initial RestartReason = "Initial"
-	// Expired: the watch's resourceVersion is gone (410 Gone / Expired).
+	// Expired means the watch's resourceVersion is gone (410 Gone /
+	// Expired).
 	Expired RestartReason = "Expired"
-	// ExpiredContinue: the continue token of a paged LIST expired; the
-	// list starts over.
+	// ExpiredContinue means the continue token of a paged LIST expired;
+	// the list starts over.
 	ExpiredContinue RestartReason = "ExpiredContinue"
-	// Error: a request failed with an error that needs a relist.
+	// Error means a request failed with an error that needs a relist.
 	Error RestartReason = "Error"
-	// StreamingFallback: Auto could not stream and lists instead.
+	// StreamingFallback means Auto could not stream and lists instead.
 	StreamingFallback RestartReason = "StreamingFallback"
-	// ConsumerError: the Consumer returned an error; the watcher relists
-	// so that the consumer gets a clean state.
+	// ConsumerError means the Consumer returned an error; the watcher
+	// relists so that the consumer gets a clean state.
 	ConsumerError RestartReason = "ConsumerError"
 )
 

@@ -3,6 +3,7 @@ package listerwatcher
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -20,10 +22,10 @@ import (
 
 var configMaps = schema.GroupResource{Resource: "configmaps"}
 
-// live starts a ListWatch watcher on n objects and waits for its watch.
-func live(t *testing.T, n int, opts ...Option) (*harness, *fake.Server) {
+// live starts a ListWatch watcher on 3 objects and waits for its watch.
+func live(t *testing.T, opts ...Option) (*harness, *fake.Server) {
 	t.Helper()
-	srv := newServer(t, n)
+	srv := newServer(t, 3)
 	h := start(t, srv, nil, append([]Option{WithStrategy(ListWatch)}, opts...)...)
 	h.restart()
 	h.watchStarted()
@@ -61,7 +63,7 @@ func TestCleanWatchCloseResumesWithoutRelist(t *testing.T) {
 }
 
 func TestVeryShortWatchBacksOffAndWatchesAgain(t *testing.T) {
-	h, srv := live(t, 3)
+	h, srv := live(t)
 	srv.CloseWatches() // at once, without any event
 	if err := h.err(); !errors.Is(err, ErrVeryShortWatch) {
 		t.Errorf("reported %v, want ErrVeryShortWatch", err)
@@ -77,7 +79,7 @@ func TestVeryShortWatchBacksOffAndWatchesAgain(t *testing.T) {
 }
 
 func TestWatchClosedAfterASecondIsNotVeryShort(t *testing.T) {
-	h, srv := live(t, 3)
+	h, srv := live(t)
 	h.clock.Step(2 * time.Second)
 	srv.CloseWatches()
 	h.watchStarted() // no error, no backoff
@@ -89,16 +91,16 @@ func TestWatchClosedAfterASecondIsNotVeryShort(t *testing.T) {
 }
 
 func TestWatchFromCompactedResourceVersionRelists(t *testing.T) {
-	h, srv := live(t, 3)
+	h, srv := live(t)
 	lastRV := change(t, h, srv, "cm-00000")
 
 	// The connection drops; while the watcher backs off, the object it has
 	// not seen changes and etcd compacts.
 	srv.SetFault(func(_ context.Context, req fake.Request) error { return fake.ConnectionRefused() })
 	srv.CloseWatches()
-	h.err() // very short
+	h.expectErr(isErr(ErrVeryShortWatch))
 	h.backoff(testBackoff.Initial)
-	h.err() // refused
+	h.expectErr(utilnet.IsConnectionRefused)
 	srv.SetFault(nil)
 	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
 		t.Fatal(err)
@@ -124,11 +126,11 @@ func TestWatchFromCompactedResourceVersionRelists(t *testing.T) {
 }
 
 func TestExpiredWatchEventRelistsFromLastResourceVersion(t *testing.T) {
-	h, srv := live(t, 3)
+	h, srv := live(t)
 	lastRV := change(t, h, srv, "cm-00000")
 	expired := apierrors.NewResourceExpired("too old resource version")
 	srv.SendWatchError(&expired.ErrStatus)
-	h.err()
+	h.expectErr(apierrors.IsResourceExpired)
 	h.backoff(testBackoff.Initial)
 	if startEv, _, _ := h.restart(); startEv.Reason != Expired {
 		t.Errorf("relist reason %v, want Expired", startEv.Reason)
@@ -141,15 +143,17 @@ func TestExpiredWatchEventRelistsFromLastResourceVersion(t *testing.T) {
 
 func TestRelistFromUnavailableResourceVersionListsFromNewest(t *testing.T) {
 	for name, answer := range map[string]error{
-		"expired":   apierrors.NewResourceExpired("too old resource version"),
-		"gone":      apierrors.NewGone("gone"),
+		"expired": apierrors.NewResourceExpired("too old resource version"),
+		"gone": &apierrors.StatusError{ErrStatus: metav1.Status{ // as servers before 1.18 answered
+			Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonGone, Message: "gone",
+		}},
 		"too large": fake.TooLargeResourceVersion(1000, 10),
 	} {
 		t.Run(name, func(t *testing.T) {
-			h, srv := live(t, 3)
+			h, srv := live(t)
 			expired := apierrors.NewResourceExpired("too old resource version")
 			srv.SendWatchError(&expired.ErrStatus)
-			h.err()
+			h.expectErr(apierrors.IsResourceExpired)
 			srv.SetFault(func(_ context.Context, req fake.Request) error {
 				if req.Verb == "list" && req.Options.ResourceVersion != "" {
 					return answer
@@ -157,7 +161,7 @@ func TestRelistFromUnavailableResourceVersionListsFromNewest(t *testing.T) {
 				return nil
 			})
 			h.backoff(testBackoff.Initial)
-			if err := h.err(); err != answer {
+			if err := h.err(); !errors.Is(err, answer) {
 				t.Errorf("reported %v, want %v", err, answer)
 			}
 			// No backoff before the list from "".
@@ -237,12 +241,12 @@ func TestThrottledOrInternalWatchRetriesTheWatch(t *testing.T) {
 		"500":                apierrors.NewInternalError(errors.New("etcd hiccup")),
 	} {
 		t.Run(name, func(t *testing.T) {
-			h, srv := live(t, 3)
+			h, srv := live(t)
 			rv := change(t, h, srv, "cm-00000")
 			srv.SetFault(func(context.Context, fake.Request) error { return fault })
 			h.clock.Step(2 * time.Second)
 			srv.CloseWatches()
-			h.err()
+			h.expectErr(isErr(fault))
 			srv.SetFault(nil)
 			srv.ResetRequests()
 			h.backoff(testBackoff.Initial)
@@ -257,7 +261,7 @@ func TestThrottledOrInternalWatchRetriesTheWatch(t *testing.T) {
 }
 
 func TestInternalErrorEventRetriesTheWatch(t *testing.T) {
-	h, srv := live(t, 3)
+	h, srv := live(t)
 	rv := change(t, h, srv, "cm-00000")
 	internal := apierrors.NewInternalError(errors.New("etcd hiccup"))
 	srv.SendWatchError(&internal.ErrStatus)
@@ -287,7 +291,7 @@ func TestOtherWatchErrorsRelist(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h, srv := live(t, 3)
+			h, srv := live(t)
 			h.clock.Step(2 * time.Second) // not a very short watch
 			inject(srv)
 			err := h.err()
@@ -339,7 +343,7 @@ func TestFailedContinuePageRestartsWithError(t *testing.T) {
 	h := start(t, srv, nil, WithStrategy(ListWatch), WithPageSize(20))
 	h.nextOf(RestartStart)
 	h.nextOf(RestartPage)
-	h.err()
+	h.expectErr(apierrors.IsServiceUnavailable)
 	h.backoff(testBackoff.Initial)
 	if startEv, names, _ := h.restart(); startEv.Reason != Error || len(names) != 30 {
 		t.Errorf("restart %+v with %d objects, want Error with 30", startEv, len(names))
@@ -400,7 +404,7 @@ func capturedErrors(t *testing.T) <-chan string {
 
 func TestEventsOfAnotherTypeAreDropped(t *testing.T) {
 	dropped := capturedErrors(t)
-	h, srv := live(t, 3, WithExpectedType(&corev1.ConfigMap{}))
+	h, srv := live(t, WithExpectedType(&corev1.ConfigMap{}))
 	srv.SendWatchEvent(watch.Event{Type: watch.Added, Object: &corev1.Secret{}})
 	srv.SendWatchEvent(watch.Event{Type: "SURPRISE", Object: &corev1.ConfigMap{}})
 	if _, err := srv.Delete("ns", "cm-00000"); err != nil {
@@ -435,7 +439,7 @@ func TestBackoffGrowsToCapAndResetsAfterHealth(t *testing.T) {
 	h := start(t, srv, nil, WithStrategy(ListWatch))
 	delays := []time.Duration{1, 2, 4, 8, 8}
 	for i, want := range delays {
-		h.err()
+		h.expectErr(apierrors.IsServiceUnavailable)
 		if i == len(delays)-1 {
 			fail.Store(false) // read by the next request, after this backoff
 		}
@@ -448,7 +452,7 @@ func TestBackoffGrowsToCapAndResetsAfterHealth(t *testing.T) {
 	h.clock.Step(testBackoff.ResetAfter)
 	internal := apierrors.NewInternalError(errors.New("etcd hiccup"))
 	srv.SendWatchError(&internal.ErrStatus)
-	h.err()
+	h.expectErr(apierrors.IsInternalError)
 	h.backoff(testBackoff.Initial)
 }
 
@@ -491,7 +495,7 @@ func TestCancelStopsRunPromptly(t *testing.T) {
 			return h
 		},
 		"waiting for watch events": func(t *testing.T) *harness {
-			h, _ := live(t, 3)
+			h, _ := live(t)
 			return h
 		},
 		"streaming initial events": func(t *testing.T) *harness {

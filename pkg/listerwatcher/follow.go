@@ -2,6 +2,7 @@ package listerwatcher
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,7 +45,7 @@ func (r *run) follow(ctx context.Context) {
 	err := r.watchEvents(ctx, w)
 	w.Stop()
 	d := r.clock.Since(w.start)
-	if ctx.Err() != nil || err == errConsumer {
+	if ctx.Err() != nil || errors.Is(err, errConsumer) {
 		r.observer.WatchEnded(d, w.events, nil)
 		return
 	}
@@ -70,7 +71,7 @@ func (r *run) afterWatchError(ctx context.Context, err error) {
 	case isExpired(err):
 		r.logger.V(1).Info("Watch resource version expired; relisting", "resourceVersion", r.lastRV, "err", err)
 		r.restartAfter(Expired, false)
-	case isThrottled(err), apierrors.IsInternalError(err), err == ErrVeryShortWatch:
+	case isThrottled(err), apierrors.IsInternalError(err), errors.Is(err, ErrVeryShortWatch):
 		// The collection we have is fine: watch again from lastRV.
 	default:
 		r.restartAfter(Error, false)

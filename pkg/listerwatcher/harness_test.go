@@ -2,6 +2,7 @@ package listerwatcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -220,9 +221,22 @@ func (h *harness) err() error {
 	}
 }
 
+// expectErr reads the next reported error and fails unless match(err).
+func (h *harness) expectErr(match func(error) bool) {
+	h.t.Helper()
+	if err := h.err(); !match(err) {
+		h.t.Errorf("reported %v, not the error expected", err)
+	}
+}
+
+// isErr returns a matcher of target for expectErr.
+func isErr(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
 // backoff waits until the watcher backs off, checks the delay and lets the
 // fake clock run through it.
-func (h *harness) backoff(want time.Duration) error {
+func (h *harness) backoff(want time.Duration) {
 	h.t.Helper()
 	select {
 	case b := <-h.obs.backoffs:
@@ -230,10 +244,8 @@ func (h *harness) backoff(want time.Duration) error {
 			h.t.Fatalf("backed off %v after %v, want %v", b.delay, b.err, want)
 		}
 		h.clock.Step(b.delay)
-		return b.err
 	case <-time.After(guard):
 		h.t.Fatal("the watcher did not back off")
-		return nil
 	}
 }
 

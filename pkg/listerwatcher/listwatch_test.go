@@ -122,15 +122,15 @@ func TestWatchTimeoutIsRandomisedBetweenMinAndTwiceMin(t *testing.T) {
 	srv := newServer(t, 1)
 	h := start(t, srv, nil, WithStrategy(ListWatch), WithMinWatchTimeout(DefaultMinWatchTimeout))
 	h.restart()
-	seen := map[int64]bool{}
-	for range 20 {
+	for i := range 20 {
 		h.watchStarted()
-		if _, err := srv.Create(configMap(len(seen) + 1000 + int(srv.Len()))); err != nil {
+		if _, err := srv.Create(configMap(1000 + i)); err != nil {
 			t.Fatal(err)
 		}
 		h.nextOf(Added) // not a very short watch: it had an event
 		srv.CloseWatches()
 	}
+	seen := map[int64]bool{}
 	for _, req := range srv.Requests() {
 		if req.Verb != "watch" {
 			continue
@@ -214,9 +214,9 @@ func TestContextLessListerWatcher(t *testing.T) {
 // records whether the previous one is still reachable.
 type pinLW struct {
 	*fake.ListerWatcher
-	prev, prevItems weak.Pointer[corev1.ConfigMap]
-	prevList        weak.Pointer[corev1.ConfigMapList]
-	pinned          []string
+	prevItems weak.Pointer[corev1.ConfigMap]
+	prevList  weak.Pointer[corev1.ConfigMapList]
+	pinned    []string
 }
 
 func (lw *pinLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {

@@ -49,8 +49,9 @@ func (r *run) listRestart(ctx context.Context) {
 			continue
 		}
 
+		// list is dead past this call: while the consumer handles the
+		// page, only the items copied out of it are reachable.
 		items, rv, next, err := extract(list)
-		list = nil // the page's list object is garbage from here on
 		if err != nil {
 			err = fmt.Errorf("cannot read the LIST response: %w", err)
 			r.report(ctx, err)

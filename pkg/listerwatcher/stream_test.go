@@ -126,7 +126,7 @@ func TestAutoFallsBackWhenTheServerRefusesAndRemembersIt(t *testing.T) {
 	srv.ResetRequests()
 	expired := apierrors.NewResourceExpired("gone")
 	srv.SendWatchError(&expired.ErrStatus)
-	h.err()
+	h.expectErr(apierrors.IsResourceExpired)
 	h.backoff(testBackoff.Initial)
 	if startEv, _, _ := h.restart(); startEv.Strategy != ListWatch || startEv.Reason != Expired {
 		t.Errorf("relist within the fallback TTL: %+v, want Expired by ListWatch", startEv)
@@ -139,7 +139,7 @@ func TestAutoFallsBackWhenTheServerRefusesAndRemembersIt(t *testing.T) {
 	// After it, Auto streams again.
 	h.clock.Step(DefaultFallbackTTL)
 	srv.SendWatchError(&expired.ErrStatus)
-	h.err()
+	h.expectErr(apierrors.IsResourceExpired)
 	h.backoff(testBackoff.Initial)
 	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList {
 		t.Errorf("relist after the fallback TTL: %+v, want StreamingList", startEv)

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -389,11 +390,11 @@ func TestWatchFaults(t *testing.T) {
 		}
 	}
 
-	gone := apierrors.NewGone("gone")
+	gone := apierrors.NewResourceExpired("gone")
 	s.SendWatchError(&gone.ErrStatus)
 	for _, w := range []watch.Interface{plain, withBookmarks} {
-		if ev := receive(t, w); ev.Type != watch.Error || !apierrors.IsGone(apierrors.FromObject(ev.Object)) {
-			t.Errorf("got %v %v, want the Gone ERROR", ev.Type, ev.Object)
+		if ev := receive(t, w); ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+			t.Errorf("got %v %v, want the Expired ERROR", ev.Type, ev.Object)
 		}
 		expectClosed(t, w)
 	}
@@ -428,7 +429,7 @@ func TestFaultHookAndRequestLog(t *testing.T) {
 	if _, err := lw.List(metav1.ListOptions{Limit: 7}); err != nil {
 		t.Errorf("list: %v", err)
 	}
-	if _, err := lw.Watch(metav1.ListOptions{TimeoutSeconds: ptr.To[int64](300)}); err != throttled {
+	if _, err := lw.Watch(metav1.ListOptions{TimeoutSeconds: ptr.To[int64](300)}); !errors.Is(err, throttled) {
 		t.Errorf("watch: %v, want the injected 429", err)
 	}
 	want := []Request{{Verb: "list", Options: metav1.ListOptions{Limit: 7}}, {Verb: "watch", Options: metav1.ListOptions{TimeoutSeconds: ptr.To[int64](300)}}}
