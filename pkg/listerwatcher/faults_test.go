@@ -98,7 +98,7 @@ func TestWatchFromCompactedResourceVersionRelists(t *testing.T) {
 	// not seen changes and etcd compacts.
 	srv.SetFault(func(_ context.Context, req fake.Request) error { return fake.ConnectionRefused() })
 	srv.CloseWatches()
-	h.expectErr(isErr(ErrVeryShortWatch))
+	h.expectErr(utilnet.IsConnectionRefused)
 	h.backoff(testBackoff.Initial)
 	h.expectErr(utilnet.IsConnectionRefused)
 	srv.SetFault(nil)
