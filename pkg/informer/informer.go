@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -170,9 +171,31 @@ func (s *SharedIndexInformer) resyncCheck() time.Duration {
 	return s.resyncCheckPeriod
 }
 
-// onWatchError hands list and watch failures to the watch error handler,
-// client-go's default one unless the user set another.
+// onWatchError hands failed lists and failed watch opens to the watch error
+// handler (client-go's default one unless the user set another), as
+// client-go's reflector does, and logs the rest the way it does.
 func (s *SharedIndexInformer) onWatchError(ctx context.Context, err error) {
+	op := listerwatcher.OpStream
+	var failure *listerwatcher.Failure
+	if errors.As(err, &failure) {
+		op, err = failure.Op, failure.Err
+	}
+	logger := klog.FromContext(ctx)
+	switch op {
+	case listerwatcher.OpList:
+		err = fmt.Errorf("failed to list %v: %w", s.reflector.TypeDescription(), err)
+	case listerwatcher.OpWatch:
+	case listerwatcher.OpFallback:
+		logger.V(4).Info("Data couldn't be fetched in watchlist mode. Falling back to regular list.", "type", s.objectDescription, "err", err)
+		return
+	default:
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			logger.V(4).Info("Watch closed", "reflector", s.reflector.Name(), "type", s.objectDescription, "err", err)
+		} else {
+			logger.Info("Warning: watch ended with error", "reflector", s.reflector.Name(), "type", s.objectDescription, "err", err)
+		}
+		return
+	}
 	s.startedMu.Lock()
 	handler := s.watchErrorHandler
 	s.startedMu.Unlock()

@@ -742,3 +742,33 @@ func TestManyHandlersAddedWhileEventsFlow(t *testing.T) {
 		}
 	}
 }
+
+// Like client-go's reflector, the watch error handler hears of failed lists
+// and failed watch opens, not of watches that end with an error.
+func TestWatchErrorHandlerSeesListAndWatchOpenFailures(t *testing.T) {
+	s := newServer(t, 1)
+	inf := newInformer(s, 0, WithStrategy(ListWatch))
+	errs := make(chan error, 10)
+	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) { errs <- err }); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf)
+
+	s.SendWatchError(&metav1.Status{Status: metav1.StatusFailure, Code: 500, Reason: metav1.StatusReasonInternalError, Message: "etcd hiccup"})
+	var refused atomic.Bool
+	s.SetFault(func(_ context.Context, req fake.Request) error {
+		if req.Verb == "watch" && refused.CompareAndSwap(false, true) {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no watching"))
+		}
+		return nil
+	})
+	select {
+	case err := <-errs:
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("handler got %v first, want the failed watch open (the ended watch is only logged)", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("watch error handler not called for a failed watch open")
+	}
+}

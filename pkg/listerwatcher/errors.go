@@ -30,6 +30,35 @@ var (
 	ErrStreamEnded = errors.New("the stream of initial events ended before its end bookmark")
 )
 
+// Op names the step of the pipeline that failed.
+type Op string
+
+// The steps a Failure can come from.
+const (
+	// OpList: a LIST request failed or its response could not be read.
+	OpList Op = "list"
+	// OpWatch: a watch (a streaming list's included) could not be opened.
+	OpWatch Op = "watch"
+	// OpStream: an open watch or stream ended with an error.
+	OpStream Op = "stream"
+	// OpFallback: Auto could not stream for this reason and lists instead.
+	OpFallback Op = "fallback"
+	// OpConsume: the Consumer's Handle returned an error.
+	OpConsume Op = "consume"
+)
+
+// Failure is what the error handler receives: the step that failed and
+// why. It unwraps to the cause, so apierrors' predicates see through it.
+type Failure struct {
+	Op  Op
+	Err error
+}
+
+func (e *Failure) Error() string { return string(e.Op) + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *Failure) Unwrap() error { return e.Err }
+
 // isExpired reports a 410: the resourceVersion or continue token is gone.
 // Servers before 1.18 answered Gone rather than Expired.
 func isExpired(err error) bool { return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) }

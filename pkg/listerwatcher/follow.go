@@ -35,7 +35,7 @@ func (r *run) follow(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			r.report(ctx, err)
+			r.report(ctx, OpWatch, err)
 			r.afterWatchError(ctx, err)
 			return
 		}
@@ -57,7 +57,7 @@ func (r *run) follow(ctx context.Context) {
 		r.logger.V(4).Info("Watch closed", "resourceVersion", r.lastRV, "events", w.events, "duration", d)
 		return
 	}
-	r.report(ctx, err)
+	r.report(ctx, OpStream, err)
 	r.afterWatchError(ctx, err)
 }
 

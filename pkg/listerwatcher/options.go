@@ -167,8 +167,8 @@ func WithExpectedType(example runtime.Object) Option {
 
 // WithErrorHandler sets the function called with every failed LIST, failed
 // watch open, watch ended by an error (ErrVeryShortWatch included), consumer
-// error and failed streaming attempt, before the watcher reacts to it. The
-// default logs expired resourceVersions at V(4), leaves failed streaming
+// error and failed streaming attempt, before the watcher reacts to it, as a
+// *Failure that says which step failed. The default logs expired resourceVersions at V(4), leaves failed streaming
 // attempts to Auto's fallback log line and reports the rest through
 // k8s.io/apimachinery's runtime.HandleError.
 func WithErrorHandler(h func(ctx context.Context, err error)) Option {

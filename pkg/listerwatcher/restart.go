@@ -24,7 +24,7 @@ func (r *run) listRestart(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			r.report(ctx, err)
+			r.report(ctx, OpList, err)
 			switch {
 			case opts.Continue == "" && opts.ResourceVersion != "" && isUnavailable(err):
 				// The server no longer (or not yet) serves lastRV: list
@@ -54,7 +54,7 @@ func (r *run) listRestart(ctx context.Context) {
 		items, rv, next, err := extract(list)
 		if err != nil {
 			err = fmt.Errorf("cannot read the LIST response: %w", err)
-			r.report(ctx, err)
+			r.report(ctx, OpList, err)
 			r.restartAfter(Error, started)
 			r.pause(ctx, err)
 			return
@@ -144,15 +144,15 @@ func (r *run) streamRestart(ctx context.Context) {
 	if err != nil {
 		switch {
 		case isThrottled(err):
-			r.report(ctx, err)
+			r.report(ctx, OpWatch, err)
 			r.pause(ctx, err)
 		case opts.ResourceVersion != "" && isUnavailable(err):
-			r.report(ctx, err)
+			r.report(ctx, OpWatch, err)
 			r.rvUnavailable = true // retry from "" right away
 		case r.strategy == Auto:
 			r.fallBack(ctx, err, false)
 		default:
-			r.report(ctx, err)
+			r.report(ctx, OpWatch, err)
 			r.pause(ctx, err)
 		}
 		return
@@ -176,7 +176,7 @@ func (r *run) streamRestart(ctx context.Context) {
 		r.fallBack(ctx, err, started)
 		return
 	}
-	r.report(ctx, err)
+	r.report(ctx, OpStream, err)
 	switch {
 	case isThrottled(err):
 		r.restartAfter(Error, started)

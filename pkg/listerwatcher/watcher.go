@@ -177,16 +177,16 @@ func (r *run) deliver(ctx context.Context, ev Event) bool {
 		return true
 	}
 	err = fmt.Errorf("consumer failed to handle %v: %w", ev.Type, err)
-	r.report(ctx, err)
+	r.report(ctx, OpConsume, err)
 	r.state, r.reason = stateRestart, ConsumerError
 	r.pause(ctx, err)
 	return false
 }
 
-// report passes err to the error handler.
-func (r *run) report(ctx context.Context, err error) {
+// report passes the failure of step op to the error handler.
+func (r *run) report(ctx context.Context, op Op, err error) {
 	if r.errorHandler != nil {
-		r.errorHandler(ctx, err)
+		r.errorHandler(ctx, &Failure{Op: op, Err: err})
 		return
 	}
 	if isExpired(err) {
@@ -216,7 +216,7 @@ func (r *run) pause(ctx context.Context, err error) bool {
 // away. It logs err itself, so without an error handler nothing else does.
 func (r *run) fallBack(ctx context.Context, err error, started bool) {
 	if r.errorHandler != nil {
-		r.errorHandler(ctx, err)
+		r.errorHandler(ctx, &Failure{Op: OpFallback, Err: err})
 	}
 	r.fallbackUntil = r.clock.Now().Add(r.fallbackTTL)
 	r.observer.StrategyFallback(err)
