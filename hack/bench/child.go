@@ -441,8 +441,11 @@ func (c *control) relist() error {
 		return err
 	}
 	line, err := c.in.ReadString('\n')
-	if err != nil || line != msgGo+"\n" {
-		return fmt.Errorf("waiting for the parent to force the relist: got %q, %v", line, err)
+	if err != nil {
+		return fmt.Errorf("waiting for the parent to force the relist: %w", err)
+	}
+	if line != msgGo+"\n" {
+		return fmt.Errorf("waiting for the parent to force the relist: got %q, want %q", line, msgGo)
 	}
 	return nil
 }

@@ -200,7 +200,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	waitErr := cmd.Wait()
 	switch {
 	case waitErr != nil || protoErr != nil:
-		return nil, fmt.Errorf("child %s failed: %v (protocol: %v); the end of %s:\n%s", label, waitErr, protoErr, logPath, tail(logPath, 15))
+		return nil, fmt.Errorf("child %s failed: %w; the end of %s:\n%s", label, errors.Join(waitErr, protoErr), logPath, tail(logPath, 15))
 	case phases == nil:
 		return nil, fmt.Errorf("child %s printed no result; see %s", label, logPath)
 	}
