@@ -50,6 +50,7 @@ const (
 	Delay
 )
 
+// String returns the kind's name, as in Go source.
 func (k FaultKind) String() string {
 	switch k {
 	case Gone:
