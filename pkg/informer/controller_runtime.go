@@ -1,12 +1,14 @@
 package informer
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var _ crcache.NewCacheFunc = NewCache
@@ -17,20 +19,35 @@ var _ crcache.NewCacheFunc = NewCache
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{NewCache: informer.NewCache})
 //
 // Every other cache option is kept as given; an Options.NewInformer the
-// caller set wins.
+// caller set wins. It registers metrics.Default on controller-runtime's
+// metrics registry, so the manager's /metrics endpoint shows the informers'
+// metrics.
 func NewCache(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 	return NewCacheWith()(cfg, opts)
 }
 
 // NewCacheWith is NewCache with this package's options (list strategy, page
-// size, backoff, relist reuse) applied to every informer of the cache.
+// size, backoff, relist reuse, metrics) applied to every informer of the
+// cache.
 func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 	return func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
+		if m := newConfig(options).metrics; m != nil {
+			if err := m.Register(crmetrics.Registry); err != nil {
+				return nil, fmt.Errorf("registering leaninformer metrics with controller-runtime: %w", err)
+			}
+		}
 		if opts.NewInformer == nil {
+			s := opts.Scheme
+			if s == nil {
+				s = defaultScheme
+			}
 			opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+				// controller-runtime knows the kinds of its scheme, CRDs
+				// included; label the metrics with it.
+				informerOpts := append([]Option{WithResource(resourceOf(obj, s))}, options...)
 				return NewSharedIndexInformerWithOptions(lw, obj,
 					toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers},
-					options...)
+					informerOpts...)
 			}
 		}
 		return crcache.New(cfg, opts)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/leaninformer/leaninformer/pkg/cache"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
+	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
 
 // minimumResyncPeriod is the shortest per-handler resync period, as in client-go.
@@ -61,6 +62,11 @@ type SharedIndexInformer struct {
 
 	rvMu                    sync.RWMutex
 	lastSyncResourceVersion string
+
+	metrics       *metrics.Recorder
+	clientMetrics *clientGoMetrics
+	diagMu        sync.Mutex
+	diag          SyncStatus
 }
 
 // NewSharedIndexInformer has the signature of client-go's constructor, so it
@@ -98,6 +104,12 @@ func NewSharedIndexInformerWithOptions(lw toolscache.ListerWatcher, exampleObjec
 		resyncCheckPeriod:               options.ResyncPeriod,
 		defaultEventHandlerResyncPeriod: options.ResyncPeriod,
 	}
+	gvr := resourceOf(exampleObject, defaultScheme)
+	if cfg.resource != nil {
+		gvr = *cfg.resource
+	}
+	s.metrics = cfg.metrics.Informer(gvr)
+	s.clientMetrics = newClientGoMetrics(options.Identifier, options.InformerMetricsProvider)
 	s.reflector = toolscache.NewReflectorWithOptions(lw, exampleObject, discardStore{}, toolscache.ReflectorOptions{
 		Name:            callerName(),
 		TypeDescription: options.ObjectDescription,
@@ -122,11 +134,17 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 		return
 	}
 
+	s.diagStart(time.Now())
+	defer s.diagStop()
+	defer s.metrics.Close()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	stopAux := make(chan struct{})
 	defer close(stopAux)
+	auxCtx, cancelAux := context.WithCancel(ctx)
+	defer cancelAux()
 	wg.Go(func() { s.mutationDetector.Run(stopAux) })
+	wg.Go(func() { s.syncWatchdog(auxCtx, logger, s.cfg.syncWarning) })
 	if period := s.resyncCheck(); period > 0 {
 		wg.Go(func() { s.resyncLoop(logger, period, stopAux) })
 	}
@@ -156,6 +174,7 @@ func (s *SharedIndexInformer) start() (*listerwatcher.Watcher, error) {
 		listerwatcher.WithExpectedType(s.objectType),
 		listerwatcher.WithName(s.reflector.Name()),
 		listerwatcher.WithErrorHandler(s.onWatchError),
+		listerwatcher.WithObserver(pipelineObserver{rec: s.metrics}),
 	}, s.cfg.watcherOpts...)
 	w, err := listerwatcher.New(s.lw, opts...)
 	if err != nil {
@@ -180,14 +199,14 @@ func (s *SharedIndexInformer) onWatchError(ctx context.Context, err error) {
 	if errors.As(err, &failure) {
 		op, err = failure.Op, failure.Err
 	}
+	s.diagError(err)
 	logger := klog.FromContext(ctx)
 	switch op {
 	case listerwatcher.OpList:
 		err = fmt.Errorf("failed to list %v: %w", s.reflector.TypeDescription(), err)
 	case listerwatcher.OpWatch:
 	case listerwatcher.OpFallback:
-		logger.V(4).Info("Data couldn't be fetched in watchlist mode. Falling back to regular list.", "type", s.objectDescription, "err", err)
-		return
+		return // the pipeline logs its fallbacks
 	default:
 		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 			logger.V(4).Info("Watch closed", "reflector", s.reflector.Name(), "type", s.objectDescription, "err", err)
@@ -394,7 +413,7 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(handler toolscache.Reso
 		}
 	}
 
-	l := newListener(logger, s.cfg.clock, handler, resyncPeriod, effectiveResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), s.HasSyncedChecker())
+	l := newListener(logger, s.cfg.clock, handler, resyncPeriod, effectiveResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), s.HasSyncedChecker(), s.metrics)
 	if !s.started {
 		s.processor.addListener(l)
 		return l, nil

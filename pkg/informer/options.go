@@ -1,9 +1,13 @@
 package informer
 
 import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
+	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
 
 // Strategy selects how the informer lists: see the listerwatcher package.
@@ -33,10 +37,18 @@ type config struct {
 	watcherOpts []listerwatcher.Option
 	relistReuse bool
 	clock       clock.WithTicker
+	metrics     *metrics.Metrics
+	resource    *schema.GroupVersionResource
+	syncWarning time.Duration
 }
 
+// DefaultSyncWarningAfter is how long an informer waits for its first
+// complete list before it logs why it has not synced, and then how often
+// it logs again.
+const DefaultSyncWarningAfter = 30 * time.Second
+
 func newConfig(opts []Option) config {
-	c := config{relistReuse: true, clock: clock.RealClock{}}
+	c := config{relistReuse: true, clock: clock.RealClock{}, metrics: metrics.Default, syncWarning: DefaultSyncWarningAfter}
 	for _, opt := range opts {
 		opt(&c)
 	}
@@ -70,8 +82,30 @@ func WithRelistReuse(enabled bool) Option {
 	return func(c *config) { c.relistReuse = enabled }
 }
 
+// WithMetrics sets the metrics the informer records into (default
+// metrics.Default; nil records none). Metrics are exported once registered:
+// see package metrics.
+func WithMetrics(m *metrics.Metrics) Option {
+	return func(c *config) { c.metrics = m }
+}
+
+// WithResource sets the group, version and resource that label the
+// informer's metrics. By default they are derived from the example object:
+// its kind when set, else client-go's scheme, with the kind's usual plural.
+func WithResource(gvr schema.GroupVersionResource) Option {
+	return func(c *config) { c.resource = &gvr }
+}
+
+// WithSyncWarningAfter sets how long the informer waits for its first
+// complete list before logging why it has not synced, and how often it logs
+// again (default DefaultSyncWarningAfter; 0 never logs).
+func WithSyncWarningAfter(d time.Duration) Option {
+	return func(c *config) { c.syncWarning = d }
+}
+
 // WithWatcherOptions passes options straight to the listerwatcher pipeline
-// (watch timeouts, the streaming idle timeout, an observer, ...).
+// (watch timeouts, the streaming idle timeout, ...). An observer set this
+// way replaces the one that feeds the informer's metrics.
 func WithWatcherOptions(opts ...listerwatcher.Option) Option {
 	return func(c *config) { c.watcherOpts = append(c.watcherOpts, opts...) }
 }

@@ -25,8 +25,9 @@ type pipeline struct {
 	transform toolscache.TransformFunc
 
 	// The restart in progress, for its summary log line.
-	restartReason  listerwatcher.RestartReason
-	restartStarted time.Time
+	restartReason   listerwatcher.RestartReason
+	restartStrategy listerwatcher.Strategy
+	restartStarted  time.Time
 	restartPages   int
 	restartObjects int
 	restartDropped int
@@ -36,6 +37,13 @@ var _ listerwatcher.Consumer = (*pipeline)(nil)
 
 // Handle implements listerwatcher.Consumer.
 func (p *pipeline) Handle(ctx context.Context, ev listerwatcher.Event) error {
+	start := time.Now()
+	err := p.handle(ctx, ev)
+	p.s.clientMetrics.processed(time.Since(start), p.s.processor.pending())
+	return err
+}
+
+func (p *pipeline) handle(ctx context.Context, ev listerwatcher.Event) error {
 	switch ev.Type {
 	case listerwatcher.RestartStart:
 		p.startRestart(ev)
@@ -45,17 +53,31 @@ func (p *pipeline) Handle(ctx context.Context, ev listerwatcher.Event) error {
 		return p.finishRestart(ctx, ev.ResourceVersion)
 	case listerwatcher.Added, listerwatcher.Modified:
 		p.upsert(ctx, ev.Object)
-		p.s.setLastSyncResourceVersion(ev.ResourceVersion)
+		p.applied(ev)
 	case listerwatcher.Deleted:
 		p.remove(ctx, ev.Object)
-		p.s.setLastSyncResourceVersion(ev.ResourceVersion)
+		p.applied(ev)
 	case listerwatcher.Bookmark:
 		p.s.indexer.Bookmark(ev.ResourceVersion)
-		p.s.setLastSyncResourceVersion(ev.ResourceVersion)
+		p.applied(ev)
 	default:
 		return fmt.Errorf("unknown pipeline event type %v", ev.Type)
 	}
 	return nil
+}
+
+// applied records a live event's resourceVersion.
+func (p *pipeline) applied(ev listerwatcher.Event) {
+	p.s.setLastSyncResourceVersion(ev.ResourceVersion)
+	p.s.metrics.Event(eventNames[ev.Type], ev.ResourceVersion)
+	p.s.clientMetrics.setResourceVersion(ev.ResourceVersion)
+}
+
+var eventNames = map[listerwatcher.EventType]string{
+	listerwatcher.Added:    "added",
+	listerwatcher.Modified: "modified",
+	listerwatcher.Deleted:  "deleted",
+	listerwatcher.Bookmark: "bookmark",
 }
 
 func (p *pipeline) startRestart(ev listerwatcher.Event) {
@@ -66,19 +88,25 @@ func (p *pipeline) startRestart(ev listerwatcher.Event) {
 	}
 	p.s.indexer.StartRestart()
 	p.restartReason = ev.Reason
+	p.restartStrategy = ev.Strategy
 	p.restartStarted = time.Now()
 	p.restartPages, p.restartObjects, p.restartDropped = 0, 0, 0
+	p.s.metrics.RestartStarted(string(ev.Reason))
 }
 
 func (p *pipeline) addPage(ctx context.Context, objs []runtime.Object) {
 	p.restartPages++
+	dropped := 0
 	for _, obj := range objs {
-		p.restartObjects++
 		if _, _, err := p.s.indexer.AddToRestart(obj, p.transform); err != nil {
-			p.restartDropped++
+			dropped++
 			utilruntime.HandleErrorWithContext(ctx, err, "Dropping listed object", "type", p.s.objectDescription)
 		}
 	}
+	p.restartObjects += len(objs) - dropped
+	p.restartDropped += dropped
+	p.s.metrics.Dropped(dropped)
+	p.s.metrics.Page(p.restartStrategy.String(), p.restartObjects)
 }
 
 func (p *pipeline) finishRestart(ctx context.Context, rv string) error {
@@ -96,19 +124,29 @@ func (p *pipeline) finishRestart(ctx context.Context, rv string) error {
 	p.s.blockDeltas.Unlock()
 
 	p.s.setLastSyncResourceVersion(rv)
+	p.s.clientMetrics.setResourceVersion(rv)
+	p.s.diagSynced()
 	if isInitial {
 		close(p.s.synced)
 	}
+	d := time.Since(p.restartStarted)
+	p.s.metrics.RestartDone(d, len(diff.Changes), diff.Reused)
+	p.s.metrics.ResourceVersion(rv)
+	reuse := 0.0
+	if len(diff.Changes) > 0 {
+		reuse = float64(diff.Reused) / float64(len(diff.Changes))
+	}
 	p.logger.V(2).Info("Restart done", "type", p.s.objectDescription, "reason", p.restartReason,
-		"resourceVersion", rv, "objects", len(diff.Changes), "pages", p.restartPages,
-		"reused", diff.Reused, "dropped", p.restartDropped, "deleted", len(diff.Deleted),
-		"duration", time.Since(p.restartStarted))
+		"strategy", p.restartStrategy, "resourceVersion", rv, "objects", len(diff.Changes),
+		"pages", p.restartPages, "reuseRatio", fmt.Sprintf("%.2f", reuse), "dropped", p.restartDropped,
+		"deleted", len(diff.Deleted), "duration", d)
 	return nil
 }
 
 func (p *pipeline) upsert(ctx context.Context, obj runtime.Object) {
 	stored, err := p.transformed(obj)
 	if err != nil {
+		p.s.metrics.Dropped(1)
 		utilruntime.HandleErrorWithContext(ctx, err, "Dropping watch event", "type", p.s.objectDescription)
 		return
 	}
@@ -116,8 +154,12 @@ func (p *pipeline) upsert(ctx context.Context, obj runtime.Object) {
 	defer p.s.blockDeltas.Unlock()
 	old, existed, err := p.s.indexer.Upsert(stored)
 	if err != nil {
+		p.s.metrics.Dropped(1)
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to store watch event object", "type", p.s.objectDescription)
 		return
+	}
+	if !existed {
+		p.s.metrics.AddStoreObjects(1)
 	}
 	p.s.mutationDetector.AddObject(stored)
 	if existed {
@@ -135,9 +177,13 @@ func (p *pipeline) remove(ctx context.Context, obj runtime.Object) {
 	}
 	p.s.blockDeltas.Lock()
 	defer p.s.blockDeltas.Unlock()
-	if _, _, err := p.s.indexer.Remove(deleted); err != nil {
+	_, existed, err := p.s.indexer.Remove(deleted)
+	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", p.s.objectDescription)
 		return
+	}
+	if existed {
+		p.s.metrics.AddStoreObjects(-1)
 	}
 	// Like client-go, handlers hear of every delete event, stored or not.
 	p.s.processor.distribute(notification{kind: notifyDelete, oldObj: deleted}, false)

@@ -1,8 +1,10 @@
 package informer
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/leaninformer/leaninformer/pkg/cache"
+	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
 
 // notificationKind says which handler calls a notification stands for.
@@ -45,6 +48,18 @@ type notification struct {
 	countsForSync bool
 	diff          *cache.Diff
 	objects       []any
+}
+
+// calls is the number of handler calls n stands for, at most.
+func (n notification) calls() int {
+	switch n.kind {
+	case notifyRestart:
+		return len(n.diff.Deleted) + len(n.diff.Changes)
+	case notifyObjects:
+		return len(n.objects)
+	default:
+		return 1
+	}
 }
 
 // processor fans notifications out to the registered listeners. Listeners
@@ -178,15 +193,15 @@ func (p *processor) resyncCheckPeriodChanged(logger klog.Logger, checkPeriod tim
 	}
 }
 
-// pending is the number of notifications queued for all listeners.
+// pending is the number of handler calls queued for all listeners.
 func (p *processor) pending() int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	n := 0
+	n := int64(0)
 	for l := range p.listeners {
-		n += l.pending()
+		n += l.pendingCalls.Load()
 	}
-	return n
+	return int(n)
 }
 
 // listener delivers notifications to one handler, in order, from its own
@@ -200,6 +215,10 @@ type listener struct {
 
 	syncTracker       *synctrack.SingleFileTracker
 	upstreamHasSynced toolscache.DoneChecker
+
+	metrics *metrics.HandlerRecorder
+	// pendingCalls counts the handler calls queued and not yet made.
+	pendingCalls atomic.Int64
 
 	mu      sync.Mutex
 	queue   buffer.Ring[notification]
@@ -216,9 +235,10 @@ type listener struct {
 
 var _ toolscache.ResourceEventHandlerRegistration = (*listener)(nil)
 
-func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceEventHandler, requestedResyncPeriod, resyncPeriod time.Duration, upstream toolscache.DoneChecker) *listener {
+func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceEventHandler, requestedResyncPeriod, resyncPeriod time.Duration, upstream toolscache.DoneChecker, rec *metrics.Recorder) *listener {
 	name := handlerName(handler)
 	l := &listener{
+		metrics:               rec.Handler(name),
 		handler:               handler,
 		handlerName:           name,
 		logger:                logger,
@@ -258,17 +278,14 @@ func (l *listener) add(n notification) {
 		return
 	}
 	l.queue.WriteOne(n)
+	calls := n.calls()
+	l.pendingCalls.Add(int64(calls))
+	l.metrics.Queued(calls)
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
-}
-
-func (l *listener) pending() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.queue.Len()
 }
 
 func (l *listener) next() (notification, bool) {
@@ -292,11 +309,18 @@ func (l *listener) stop() {
 // stopBeforeStart is stop for a listener whose goroutines never ran.
 func (l *listener) stopBeforeStart() {
 	l.stop()
+	l.finish()
+}
+
+// finish marks the listener done once its last call has returned.
+func (l *listener) finish() {
+	l.pendingCalls.Store(0)
+	l.metrics.Close()
 	close(l.doneCh)
 }
 
 func (l *listener) run() {
-	defer close(l.doneCh)
+	defer l.finish()
 	d := delivery{l: l}
 	for {
 		n, ok := l.next()
@@ -401,6 +425,8 @@ func (d *delivery) deliverRestart(n notification) {
 			d.call(func() { h.OnAdd(c.New, n.isInInitialList) })
 		case n.receiveSyncs || !sameResourceVersion(c.Old, c.New):
 			d.call(func() { h.OnUpdate(c.Old, c.New) })
+		default:
+			d.skip() // client-go sends unchanged updates only to handlers due for resync
 		}
 	}
 	if n.countsForSync {
@@ -426,9 +452,20 @@ func (d *delivery) call(f func()) {
 		}
 	}
 	d.sleepBeforeNext = true
-	defer utilruntime.HandleCrashWithLogger(d.l.logger)
+	start := time.Now()
+	defer func() {
+		d.l.pendingCalls.Add(-1)
+		d.l.metrics.Delivered(time.Since(start))
+	}()
+	defer utilruntime.HandleCrashWithLogger(d.l.logger, func(context.Context, any) { d.l.metrics.Panicked() })
 	f()
 	d.sleepBeforeNext = false
+}
+
+// skip accounts for a queued call that is not made.
+func (d *delivery) skip() {
+	d.l.pendingCalls.Add(-1)
+	d.l.metrics.Queued(-1)
 }
 
 // hasAdds reports whether a restart added keys: in the first list, those are

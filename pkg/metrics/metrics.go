@@ -1,0 +1,373 @@
+// Package metrics defines leaninformer's Prometheus metrics: what the list
+// and watch pipeline, the store and the event handlers of every informer are
+// doing, labelled by group, version and resource (never by object, so the
+// number of series stays bounded).
+//
+// Informers record into Default unless told otherwise; nothing is exported
+// until the metrics are registered. informer.NewCache registers Default on
+// controller-runtime's metrics registry, so a manager's /metrics endpoint
+// shows them; plain client-go programs call
+//
+//	metrics.Default.Register(prometheus.DefaultRegisterer)
+//
+// The README's "Observability" section lists every metric.
+package metrics
+
+import (
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+const namespace = "leaninformer"
+
+var resourceLabels = []string{"group", "version", "resource"}
+
+func withResource(extra ...string) []string {
+	return append(append([]string{}, resourceLabels...), extra...)
+}
+
+// Metrics is one set of leaninformer collectors. Most programs use Default.
+type Metrics struct {
+	listRequests     *prometheus.CounterVec
+	listPages        *prometheus.CounterVec
+	restarts         *prometheus.CounterVec
+	restartDuration  *prometheus.HistogramVec
+	restartObjects   *prometheus.HistogramVec
+	reusedObjects    *prometheus.CounterVec
+	droppedObjects   *prometheus.CounterVec
+	storeObjects     *prometheus.GaugeVec
+	bufferObjects    *prometheus.GaugeVec
+	watches          *prometheus.CounterVec
+	shortWatches     *prometheus.CounterVec
+	watchEvents      *prometheus.CounterVec
+	fallbacks        *prometheus.CounterVec
+	backoffs         *prometheus.CounterVec
+	resourceVersion  *prometheus.GaugeVec
+	lastEvent        *prometheus.GaugeVec
+	synced           *prometheus.GaugeVec
+	handlerPending   *prometheus.GaugeVec
+	handlerDuration  *prometheus.HistogramVec
+	handlerPanics    *prometheus.CounterVec
+}
+
+// Default is the set informers record into unless given another.
+var Default = New()
+
+// New returns a new, unregistered set of collectors.
+func New() *Metrics {
+	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, withResource(extra...))
+	}
+	gauge := func(name, help string, extra ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, withResource(extra...))
+	}
+	histogram := func(name, help string, buckets []float64, extra ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, withResource(extra...))
+	}
+	return &Metrics{
+		listRequests:    counter("list_requests_total", "LIST requests sent, by result (success or error).", "result"),
+		listPages:       counter("list_pages_total", "Pages handed to the store during restarts: LIST pages or batches of streamed initial events, by strategy.", "strategy"),
+		restarts:        counter("restarts_total", "Restarts (full lists) begun, by reason: Initial, Expired (410), ExpiredContinue, Error, StreamingFallback, ConsumerError.", "reason"),
+		restartDuration: histogram("restart_duration_seconds", "Time from a restart's start to its swap into the store.", prometheus.ExponentialBuckets(0.01, 2, 15)),
+		restartObjects:  histogram("restart_objects", "Objects in the collection when a restart completed.", prometheus.ExponentialBuckets(1, 4, 12)),
+		reusedObjects:   counter("relist_reused_objects_total", "Relisted objects found unchanged and kept as the stored object (relist reuse hits)."),
+		droppedObjects:  counter("dropped_objects_total", "Objects dropped before storing: no key could be computed or the transform failed."),
+		storeObjects:    gauge("store_objects", "Objects in the stores of the informers for the resource."),
+		bufferObjects:   gauge("restart_buffer_objects", "Objects held in restart buffers: the next generation being listed."),
+		watches:         counter("watches_total", "Watches opened (streaming lists included)."),
+		shortWatches:    counter("short_watches_total", "Watches that ended within a second without an event, a sign of something dropping them."),
+		watchEvents:     counter("watch_events_total", "Live watch events applied to the store, by type (added, modified, deleted, bookmark).", "type"),
+		fallbacks:       counter("strategy_fallbacks_total", "Times the Auto strategy could not stream the list and fell back to paginated LISTs."),
+		backoffs:        counter("backoffs_total", "Times the pipeline waited before retrying after an error."),
+		resourceVersion: gauge("last_resource_version", "resourceVersion of the last event applied (the last 15 digits, as a number)."),
+		lastEvent:       gauge("last_event_timestamp_seconds", "Unix time of the last event applied; time() minus it is the time since the last event."),
+		synced:          gauge("synced", "Informers for the resource whose store has been filled by a complete list."),
+		handlerPending:  gauge("handler_pending_notifications", "Notifications queued for event handlers and not yet delivered, by handler.", "handler"),
+		handlerDuration: histogram("handler_duration_seconds", "Time an event handler took per notification, by handler.", prometheus.ExponentialBuckets(0.00001, 4, 12), "handler"),
+		handlerPanics:   counter("handler_panics_total", "Notifications whose handler panicked (with crashing turned off), by handler.", "handler"),
+	}
+}
+
+// Collectors returns every collector of the set.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.listRequests, m.listPages, m.restarts, m.restartDuration, m.restartObjects,
+		m.reusedObjects, m.droppedObjects, m.storeObjects, m.bufferObjects, m.watches,
+		m.shortWatches, m.watchEvents, m.fallbacks, m.backoffs, m.resourceVersion,
+		m.lastEvent, m.synced, m.handlerPending, m.handlerDuration, m.handlerPanics,
+	}
+}
+
+// Register registers every collector of the set on r. Registering the same
+// set again on the same registerer is not an error.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	var errs []error
+	for _, c := range m.Collectors() {
+		if err := r.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if errors.As(err, &already) && already.ExistingCollector == c {
+				continue
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Informer returns the recorder of one informer of resource gvr. A nil
+// *Metrics returns a recorder that records nothing.
+func (m *Metrics) Informer(gvr schema.GroupVersionResource) *Recorder {
+	if m == nil {
+		return nil
+	}
+	return &Recorder{m: m, labels: prometheus.Labels{"group": gvr.Group, "version": gvr.Version, "resource": gvr.Resource}}
+}
+
+// Recorder records the metrics of one informer. Gauges that sum over the
+// informers of a resource (a multi-namespace cache has one per namespace)
+// are moved by this informer's own deltas, and Close takes its share back.
+// All methods accept a nil receiver and then do nothing.
+type Recorder struct {
+	m      *Metrics
+	labels prometheus.Labels
+
+	storeObjects  atomic.Int64
+	bufferObjects atomic.Int64
+	synced        atomic.Bool
+}
+
+func (r *Recorder) with(extra ...string) prometheus.Labels {
+	l := make(prometheus.Labels, len(r.labels)+len(extra)/2)
+	for k, v := range r.labels {
+		l[k] = v
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		l[extra[i]] = extra[i+1]
+	}
+	return l
+}
+
+// ListRequest counts a LIST request.
+func (r *Recorder) ListRequest(err error) {
+	if r == nil {
+		return
+	}
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	r.m.listRequests.With(r.with("result", result)).Inc()
+}
+
+// RestartStarted counts a restart and empties this informer's buffer share.
+func (r *Recorder) RestartStarted(reason string) {
+	if r == nil {
+		return
+	}
+	r.m.restarts.With(r.with("reason", reason)).Inc()
+	r.setBuffer(0)
+}
+
+// Page counts a restart page of n objects held in the buffer so far.
+func (r *Recorder) Page(strategy string, buffered int) {
+	if r == nil {
+		return
+	}
+	r.m.listPages.With(r.with("strategy", strategy)).Inc()
+	r.setBuffer(int64(buffered))
+}
+
+// RestartDone records a completed restart: its duration, its size and the
+// relist reuse hits; the buffer became the store.
+func (r *Recorder) RestartDone(d time.Duration, objects, reused int) {
+	if r == nil {
+		return
+	}
+	r.m.restartDuration.With(r.labels).Observe(d.Seconds())
+	r.m.restartObjects.With(r.labels).Observe(float64(objects))
+	r.m.reusedObjects.With(r.labels).Add(float64(reused))
+	r.setBuffer(0)
+	r.SetStoreObjects(int64(objects))
+	if !r.synced.Swap(true) {
+		r.m.synced.With(r.labels).Inc()
+	}
+}
+
+// Dropped counts objects dropped before storing.
+func (r *Recorder) Dropped(n int) {
+	if r == nil || n == 0 {
+		return
+	}
+	r.m.droppedObjects.With(r.labels).Add(float64(n))
+}
+
+// SetStoreObjects sets this informer's share of store_objects.
+func (r *Recorder) SetStoreObjects(n int64) {
+	if r == nil {
+		return
+	}
+	old := r.storeObjects.Swap(n)
+	r.m.storeObjects.With(r.labels).Add(float64(n - old))
+}
+
+// AddStoreObjects moves this informer's share of store_objects by delta.
+func (r *Recorder) AddStoreObjects(delta int64) {
+	if r == nil || delta == 0 {
+		return
+	}
+	r.storeObjects.Add(delta)
+	r.m.storeObjects.With(r.labels).Add(float64(delta))
+}
+
+func (r *Recorder) setBuffer(n int64) {
+	old := r.bufferObjects.Swap(n)
+	if n != old {
+		r.m.bufferObjects.With(r.labels).Add(float64(n - old))
+	}
+}
+
+// WatchStarted counts an opened watch.
+func (r *Recorder) WatchStarted() {
+	if r == nil {
+		return
+	}
+	r.m.watches.With(r.labels).Inc()
+}
+
+// ShortWatch counts a watch that ended within a second without events.
+func (r *Recorder) ShortWatch() {
+	if r == nil {
+		return
+	}
+	r.m.shortWatches.With(r.labels).Inc()
+}
+
+// Event records a live event of type typ at resourceVersion rv.
+func (r *Recorder) Event(typ, rv string) {
+	if r == nil {
+		return
+	}
+	r.m.watchEvents.With(r.with("type", typ)).Inc()
+	r.ResourceVersion(rv)
+}
+
+// ResourceVersion records the resourceVersion the store is at and the time.
+func (r *Recorder) ResourceVersion(rv string) {
+	if r == nil {
+		return
+	}
+	if v, ok := ParseResourceVersion(rv); ok {
+		r.m.resourceVersion.With(r.labels).Set(v)
+	}
+	r.m.lastEvent.With(r.labels).SetToCurrentTime()
+}
+
+// Fallback counts a fallback from streaming to paginated LISTs.
+func (r *Recorder) Fallback() {
+	if r == nil {
+		return
+	}
+	r.m.fallbacks.With(r.labels).Inc()
+}
+
+// Backoff counts a wait before a retry.
+func (r *Recorder) Backoff() {
+	if r == nil {
+		return
+	}
+	r.m.backoffs.With(r.labels).Inc()
+}
+
+// Handler returns the recorder of one event handler of this informer.
+func (r *Recorder) Handler(name string) *HandlerRecorder {
+	if r == nil {
+		return nil
+	}
+	l := r.with("handler", name)
+	return &HandlerRecorder{
+		pending:  r.m.handlerPending.With(l),
+		duration: r.m.handlerDuration.With(l),
+		panics:   r.m.handlerPanics.With(l),
+	}
+}
+
+// Close takes this informer's share of the summed gauges back, when it stops.
+func (r *Recorder) Close() {
+	if r == nil {
+		return
+	}
+	r.SetStoreObjects(0)
+	r.setBuffer(0)
+	if r.synced.Swap(false) {
+		r.m.synced.With(r.labels).Dec()
+	}
+}
+
+// HandlerRecorder records one event handler's metrics. Methods accept a nil
+// receiver.
+type HandlerRecorder struct {
+	pending  prometheus.Gauge
+	duration prometheus.Observer
+	panics   prometheus.Counter
+	queued   atomic.Int64
+}
+
+// Queued moves the handler's pending notifications by delta.
+func (h *HandlerRecorder) Queued(delta int) {
+	if h == nil || delta == 0 {
+		return
+	}
+	h.queued.Add(int64(delta))
+	h.pending.Add(float64(delta))
+}
+
+// Delivered records one notification delivered in d.
+func (h *HandlerRecorder) Delivered(d time.Duration) {
+	if h == nil {
+		return
+	}
+	h.duration.Observe(d.Seconds())
+	h.queued.Add(-1)
+	h.pending.Dec()
+}
+
+// Panicked counts a notification whose handler panicked.
+func (h *HandlerRecorder) Panicked() {
+	if h == nil {
+		return
+	}
+	h.panics.Inc()
+}
+
+// Close takes back what is still counted as pending (the handler was
+// removed or the informer stopped).
+func (h *HandlerRecorder) Close() {
+	if h == nil {
+		return
+	}
+	if n := h.queued.Swap(0); n != 0 {
+		h.pending.Sub(float64(n))
+	}
+}
+
+// ParseResourceVersion reads a resourceVersion as a number for a gauge:
+// its last 15 digits (as client-go's metrics do), false if it is not a
+// decimal number.
+func ParseResourceVersion(rv string) (float64, bool) {
+	if rv == "" {
+		return 0, false
+	}
+	if len(rv) > 15 {
+		rv = rv[len(rv)-15:]
+	}
+	v, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return float64(v), true
+}

@@ -1,0 +1,116 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+func TestRegisterTwiceOnTheSameRegistry(t *testing.T) {
+	m := New()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Register(reg); err != nil {
+		t.Fatalf("registering the same set again: %v", err)
+	}
+	if err := New().Register(reg); err == nil {
+		t.Fatal("registering a second set with the same names: no error")
+	}
+}
+
+func TestGaugesSumOverInformersOfAResource(t *testing.T) {
+	m := New()
+	a, b := m.Informer(configMaps), m.Informer(configMaps)
+	a.RestartDone(time.Second, 10, 0)
+	b.RestartDone(time.Second, 5, 0)
+	store := m.storeObjects.With(a.labels)
+	synced := m.synced.With(a.labels)
+	if got := testutil.ToFloat64(store); got != 15 {
+		t.Fatalf("store_objects = %v, want 15 (10 + 5)", got)
+	}
+	a.AddStoreObjects(-3)
+	if got := testutil.ToFloat64(store); got != 12 {
+		t.Fatalf("store_objects = %v after a delete, want 12", got)
+	}
+	if got := testutil.ToFloat64(synced); got != 2 {
+		t.Fatalf("synced = %v, want 2", got)
+	}
+	a.Close()
+	if got := testutil.ToFloat64(store); got != 5 {
+		t.Fatalf("store_objects = %v after one informer stopped, want its share gone (5)", got)
+	}
+	if got := testutil.ToFloat64(synced); got != 1 {
+		t.Fatalf("synced = %v after one informer stopped, want 1", got)
+	}
+}
+
+func TestRestartBufferGauge(t *testing.T) {
+	m := New()
+	r := m.Informer(configMaps)
+	buffer := m.bufferObjects.With(r.labels)
+	r.RestartStarted("Initial")
+	r.Page("ListWatch", 500)
+	r.Page("ListWatch", 1000)
+	if got := testutil.ToFloat64(buffer); got != 1000 {
+		t.Fatalf("restart_buffer_objects = %v, want 1000", got)
+	}
+	r.RestartStarted("ExpiredContinue") // the half-filled buffer is dropped
+	if got := testutil.ToFloat64(buffer); got != 0 {
+		t.Fatalf("restart_buffer_objects = %v after a new restart, want 0", got)
+	}
+	r.Page("ListWatch", 200)
+	r.RestartDone(time.Second, 200, 150)
+	if got := testutil.ToFloat64(buffer); got != 0 {
+		t.Fatalf("restart_buffer_objects = %v after the swap, want 0", got)
+	}
+	if got := testutil.ToFloat64(m.reusedObjects.With(r.labels)); got != 150 {
+		t.Fatalf("relist_reused_objects_total = %v, want 150", got)
+	}
+	if got := testutil.ToFloat64(m.restarts.With(r.with("reason", "Initial"))); got != 1 {
+		t.Fatalf("restarts_total{reason=Initial} = %v, want 1", got)
+	}
+}
+
+func TestHandlerPendingComesBackToZero(t *testing.T) {
+	m := New()
+	h := m.Informer(configMaps).Handler("pkg.Handler")
+	pending := m.handlerPending.With(prometheus.Labels{"group": "", "version": "v1", "resource": "configmaps", "handler": "pkg.Handler"})
+	h.Queued(3)
+	h.Delivered(time.Millisecond)
+	if got := testutil.ToFloat64(pending); got != 2 {
+		t.Fatalf("pending = %v, want 2", got)
+	}
+	h.Close()
+	if got := testutil.ToFloat64(pending); got != 0 {
+		t.Fatalf("pending = %v after Close, want 0", got)
+	}
+}
+
+func TestNilRecordersRecordNothing(t *testing.T) {
+	var m *Metrics
+	r := m.Informer(configMaps)
+	r.RestartStarted("Initial")
+	r.Event("added", "12")
+	r.Handler("h").Queued(1)
+	r.Close()
+}
+
+func TestParseResourceVersion(t *testing.T) {
+	for rv, want := range map[string]float64{"42": 42, "1234567890123456789": 567890123456789} {
+		if got, ok := ParseResourceVersion(rv); !ok || got != want {
+			t.Errorf("ParseResourceVersion(%q) = %v, %v; want %v", rv, got, ok, want)
+		}
+	}
+	for _, rv := range []string{"", "abc"} {
+		if _, ok := ParseResourceVersion(rv); ok {
+			t.Errorf("ParseResourceVersion(%q) ok, want not a number", rv)
+		}
+	}
+}
