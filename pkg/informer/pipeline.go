@@ -28,9 +28,9 @@ type pipeline struct {
 	restartReason   listerwatcher.RestartReason
 	restartStrategy listerwatcher.Strategy
 	restartStarted  time.Time
-	restartPages   int
-	restartObjects int
-	restartDropped int
+	restartPages    int
+	restartObjects  int
+	restartDropped  int
 }
 
 var _ listerwatcher.Consumer = (*pipeline)(nil)

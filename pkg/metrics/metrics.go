@@ -33,26 +33,26 @@ func withResource(extra ...string) []string {
 
 // Metrics is one set of leaninformer collectors. Most programs use Default.
 type Metrics struct {
-	listRequests     *prometheus.CounterVec
-	listPages        *prometheus.CounterVec
-	restarts         *prometheus.CounterVec
-	restartDuration  *prometheus.HistogramVec
-	restartObjects   *prometheus.HistogramVec
-	reusedObjects    *prometheus.CounterVec
-	droppedObjects   *prometheus.CounterVec
-	storeObjects     *prometheus.GaugeVec
-	bufferObjects    *prometheus.GaugeVec
-	watches          *prometheus.CounterVec
-	shortWatches     *prometheus.CounterVec
-	watchEvents      *prometheus.CounterVec
-	fallbacks        *prometheus.CounterVec
-	backoffs         *prometheus.CounterVec
-	resourceVersion  *prometheus.GaugeVec
-	lastEvent        *prometheus.GaugeVec
-	synced           *prometheus.GaugeVec
-	handlerPending   *prometheus.GaugeVec
-	handlerDuration  *prometheus.HistogramVec
-	handlerPanics    *prometheus.CounterVec
+	listRequests    *prometheus.CounterVec
+	listPages       *prometheus.CounterVec
+	restarts        *prometheus.CounterVec
+	restartDuration *prometheus.HistogramVec
+	restartObjects  *prometheus.HistogramVec
+	reusedObjects   *prometheus.CounterVec
+	droppedObjects  *prometheus.CounterVec
+	storeObjects    *prometheus.GaugeVec
+	bufferObjects   *prometheus.GaugeVec
+	watches         *prometheus.CounterVec
+	shortWatches    *prometheus.CounterVec
+	watchEvents     *prometheus.CounterVec
+	fallbacks       *prometheus.CounterVec
+	backoffs        *prometheus.CounterVec
+	resourceVersion *prometheus.GaugeVec
+	lastEvent       *prometheus.GaugeVec
+	synced          *prometheus.GaugeVec
+	handlerPending  *prometheus.GaugeVec
+	handlerDuration *prometheus.HistogramVec
+	handlerPanics   *prometheus.CounterVec
 }
 
 // Default is the set informers record into unless given another.
