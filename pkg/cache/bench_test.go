@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
@@ -105,28 +106,32 @@ func benchPod(i int, rv string) *corev1.Pod {
 	}
 }
 
-// benchStores returns the stores under comparison, each with n pods.
-func benchStores(b *testing.B, n int) []struct {
-	name  string
-	store toolscache.Indexer
-} {
+// impls are the indexers under comparison.
+var impls = []struct {
+	name string
+	new  func() toolscache.Indexer
+}{
+	{"impl=leaninformer", func() toolscache.Indexer {
+		return NewIndexer(toolscache.MetaNamespaceKeyFunc, benchIndexers())
+	}},
+	{"impl=client-go", func() toolscache.Indexer {
+		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, benchIndexers())
+	}},
+}
+
+// filled returns a new store holding pods 0..n-1. Every
+// sub-benchmark builds its own, so that neither implementation inherits the
+// other's garbage or cache state.
+func filled(b *testing.B, newStore func() toolscache.Indexer, n int) toolscache.Indexer {
 	b.Helper()
-	stores := []struct {
-		name  string
-		store toolscache.Indexer
-	}{
-		{"impl=leaninformer", NewIndexer(toolscache.MetaNamespaceKeyFunc, benchIndexers())},
-		{"impl=client-go", toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, benchIndexers())},
-	}
+	s := newStore()
 	for i := range n {
-		p := benchPod(i, "1")
-		for _, s := range stores {
-			if err := s.store.Add(p); err != nil {
-				b.Fatal(err)
-			}
+		if err := s.Add(benchPod(i, "1")); err != nil {
+			b.Fatal(err)
 		}
 	}
-	return stores
+	runtime.GC() // start measuring with no collection of the setup's garbage under way
+	return s
 }
 
 const benchReadSize = 10_000
@@ -136,13 +141,13 @@ func BenchmarkAdd(b *testing.B) {
 	for i := range pods {
 		pods[i] = benchPod(i, "1")
 	}
-	for _, s := range benchStores(b, 0) {
-		b.Run(s.name, func(b *testing.B) {
-			store := s.store
+	for _, impl := range impls {
+		b.Run(impl.name, func(b *testing.B) {
+			var store toolscache.Indexer
 			for i := 0; b.Loop(); i++ {
 				if i%len(pods) == 0 { // start over with an empty store
 					b.StopTimer()
-					store = newLike(s.store)
+					store = impl.new()
 					b.StartTimer()
 				}
 				if err := store.Add(pods[i%len(pods)]); err != nil {
@@ -153,14 +158,6 @@ func BenchmarkAdd(b *testing.B) {
 	}
 }
 
-// newLike returns an empty store of the same implementation as s.
-func newLike(s toolscache.Indexer) toolscache.Indexer {
-	if _, ours := s.(*Indexer); ours {
-		return NewIndexer(toolscache.MetaNamespaceKeyFunc, benchIndexers())
-	}
-	return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, benchIndexers())
-}
-
 // BenchmarkUpdate replaces stored pods with a newer version whose indexed
 // values are unchanged, the common update.
 func BenchmarkUpdate(b *testing.B) {
@@ -168,10 +165,11 @@ func BenchmarkUpdate(b *testing.B) {
 	for i := range newer {
 		newer[i] = benchPod(i, "2")
 	}
-	for _, s := range benchStores(b, benchReadSize) {
-		b.Run(s.name, func(b *testing.B) {
+	for _, impl := range impls {
+		b.Run(impl.name, func(b *testing.B) {
+			store := filled(b, impl.new, benchReadSize)
 			for i := 0; b.Loop(); i++ {
-				if err := s.store.Update(newer[i%len(newer)]); err != nil {
+				if err := store.Update(newer[i%len(newer)]); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -184,10 +182,11 @@ func BenchmarkGet(b *testing.B) {
 	for i := range keys {
 		keys[i] = benchKey(i)
 	}
-	for _, s := range benchStores(b, benchReadSize) {
-		b.Run(s.name, func(b *testing.B) {
+	for _, impl := range impls {
+		b.Run(impl.name, func(b *testing.B) {
+			store := filled(b, impl.new, benchReadSize)
 			for i := 0; b.Loop(); i++ {
-				if _, ok, _ := s.store.GetByKey(keys[i%len(keys)]); !ok {
+				if _, ok, _ := store.GetByKey(keys[i%len(keys)]); !ok {
 					b.Fatal("missing")
 				}
 			}
@@ -196,10 +195,11 @@ func BenchmarkGet(b *testing.B) {
 }
 
 func BenchmarkList(b *testing.B) {
-	for _, s := range benchStores(b, benchReadSize) {
-		b.Run(s.name, func(b *testing.B) {
+	for _, impl := range impls {
+		b.Run(impl.name, func(b *testing.B) {
+			store := filled(b, impl.new, benchReadSize)
 			for b.Loop() {
-				if len(s.store.List()) != benchReadSize {
+				if len(store.List()) != benchReadSize {
 					b.Fatal("short list")
 				}
 			}
@@ -209,7 +209,6 @@ func BenchmarkList(b *testing.B) {
 
 // BenchmarkByIndex reads a namespace (500 pods) and an app label (4 pods).
 func BenchmarkByIndex(b *testing.B) {
-	stores := benchStores(b, benchReadSize)
 	for _, idx := range []struct {
 		name, index string
 		value       func(i int) string
@@ -222,10 +221,11 @@ func BenchmarkByIndex(b *testing.B) {
 		for i := range values {
 			values[i] = idx.value(i)
 		}
-		for _, s := range stores {
-			b.Run("index="+idx.name+"/"+s.name, func(b *testing.B) {
+		for _, impl := range impls {
+			b.Run("index="+idx.name+"/"+impl.name, func(b *testing.B) {
+				store := filled(b, impl.new, benchReadSize)
 				for i := 0; b.Loop(); i++ {
-					objs, err := s.store.ByIndex(idx.index, values[i%len(values)])
+					objs, err := store.ByIndex(idx.index, values[i%len(values)])
 					if err != nil || len(objs) != idx.want {
 						b.Fatalf("ByIndex: %d objects, %v", len(objs), err)
 					}

@@ -1,10 +1,21 @@
-// Package cache provides a thread-safe indexer that implements client-go's
-// cache.Indexer and adds a restart buffer: a relist fills a second generation
-// (objects and indices) page by page while readers keep using the live one,
-// and finishing the restart swaps the generations atomically and returns the
-// difference for event handlers.
+// Package cache provides Indexer, a thread-safe indexed store that implements
+// client-go's cache.Indexer with the same observable behaviour and adds a
+// restart buffer for relists.
 //
-// With relist reuse, an object whose key, UID and resourceVersion match the
-// live generation is buffered as the live object itself, so a relist of an
-// unchanged collection costs about one store, not two.
+// A store's contents form a generation: the objects by key and their
+// indices. A relist fills a second generation page by page, indices included
+// (StartRestart, AddToRestart), while readers and live writes keep using the
+// live one; FinishRestart then swaps the generations under the write lock
+// and returns a Diff (deleted keys with their last objects, added objects,
+// updated pairs, in list order), so that an informer can notify its handlers
+// without reading the store again. The replaced generation is dropped, not
+// cleared: objects a handler or the Diff still holds stay valid.
+//
+// With relist reuse (the default), an object whose key, UID and
+// resourceVersion match the live generation is buffered as the live object
+// itself and the new decoded copy is dropped at once, so a relist of an
+// unchanged collection costs about one store plus one page, not two stores.
+//
+// Benchmarks against client-go's indexer, with the command that produced
+// them, are in README.md next to this file.
 package cache

@@ -87,18 +87,16 @@ func (c *Indexer) AbortRestart() {
 // cannot be). With relist reuse on, if the live generation holds an object
 // with the same key, UID and non-empty resourceVersion, that live object is
 // buffered instead: obj is not kept and transform is not called (reused is
-// true). Otherwise transform, if not nil, is applied to obj first; if it
-// fails, nothing is buffered and its error is returned wrapped. Adding a key
-// already buffered replaces the buffered object. It returns ErrNoRestart if
-// no restart is in progress.
+// true). Otherwise transform, if not nil, is applied to obj first, without
+// the store's locks held; if it fails, nothing is buffered and its error is
+// returned wrapped. Adding a key already buffered replaces the buffered
+// object. It returns ErrNoRestart if no restart is in progress.
 func (c *Indexer) AddToRestart(obj any, transform toolscache.TransformFunc) (stored any, reused bool, err error) {
 	key, err := c.key(obj)
 	if err != nil {
 		return nil, false, err
 	}
-	c.restartMu.Lock()
-	defer c.restartMu.Unlock()
-	if c.buffer == nil {
+	if !c.Restarting() { // spare the transform
 		return nil, false, ErrNoRestart
 	}
 	if c.relistReuse {
@@ -111,6 +109,12 @@ func (c *Indexer) AddToRestart(obj any, transform toolscache.TransformFunc) (sto
 				return nil, false, fmt.Errorf("transforming: %w", err)
 			}
 		}
+	}
+
+	c.restartMu.Lock()
+	defer c.restartMu.Unlock()
+	if c.buffer == nil { // aborted meanwhile
+		return nil, false, ErrNoRestart
 	}
 	if _, existed := c.buffer.gen.put(c.indexers, key, stored); !existed {
 		c.buffer.keys = append(c.buffer.keys, key)
