@@ -1,0 +1,95 @@
+package listerwatcher
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
+)
+
+// Bad input the watcher must survive with a clear error or log. Already
+// covered elsewhere: a nil ListerWatcher (TestNewRejectsNilListerWatcher),
+// objects of another type and events of an unknown type
+// (TestEventsOfAnotherTypeAreDropped), an ERROR event without a Status
+// (TestOtherWatchErrorsRelist).
+
+// keyless is an object without metadata.
+type keyless struct{ metav1.TypeMeta }
+
+func (k *keyless) DeepCopyObject() runtime.Object { c := *k; return &c }
+
+// Live events without an object, or whose object has no metadata (so no
+// resourceVersion and no key), are dropped with an error; the watch goes on.
+func TestLiveEventsWithoutObjectOrMetadataAreDropped(t *testing.T) {
+	dropped := capturedErrors(t)
+	h, srv := live(t) // no expected type: nothing else would drop them
+	srv.SendWatchEvent(watch.Event{Type: watch.Added, Object: nil})
+	srv.SendWatchEvent(watch.Event{Type: watch.Modified, Object: &keyless{}})
+	srv.SendWatchEvent(watch.Event{Type: watch.Bookmark, Object: &keyless{}})
+	if _, err := srv.Delete("ns", "cm-00000"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.nextOf(Deleted); ev.Object.(*corev1.ConfigMap).Name != "cm-00000" {
+		t.Errorf("got %v, want the deletion of cm-00000", ev.Object)
+	}
+	for _, want := range []string{"without an object", "no metadata", "no metadata"} {
+		select {
+		case msg := <-dropped:
+			if !strings.Contains(msg, want) {
+				t.Errorf("dropped with %q, want %q", msg, want)
+			}
+		case <-time.After(guard):
+			t.Fatalf("no error for the event dropped for %q", want)
+		}
+	}
+}
+
+// noResourceVersionLW answers every LIST without a resourceVersion.
+type noResourceVersionLW struct{ *fake.ListerWatcher }
+
+func (lw noResourceVersionLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw noResourceVersionLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	obj, err := lw.ListerWatcher.ListWithContext(ctx, opts)
+	if err == nil {
+		obj.(*corev1.ConfigMapList).ResourceVersion = ""
+	}
+	return obj, err
+}
+
+// A LIST without a resourceVersion ends its restart at "" and, as in
+// client-go's reflector, the watch starts from "": the server replays the
+// collection as ADDED events, then the changes, so a consumer loses nothing.
+func TestListWithoutResourceVersionWatchesFromTheStart(t *testing.T) {
+	srv := newServer(t, 3)
+	h := start(t, srv, noResourceVersionLW{srv.ListerWatcher()}, WithStrategy(ListWatch), WithPageSize(2))
+	_, names, done := h.restart()
+	if len(names) != 3 || done.ResourceVersion != "" {
+		t.Fatalf("restart of %v at %q, want the 3 objects at \"\"", names, done.ResourceVersion)
+	}
+	if opts := h.watchStarted(); opts.ResourceVersion != "" {
+		t.Fatalf("watch from %q, want \"\"", opts.ResourceVersion)
+	}
+	replayed := map[string]bool{}
+	for range 3 {
+		replayed[h.nextOf(Added).Object.(*corev1.ConfigMap).Name] = true
+	}
+	if len(replayed) != 3 {
+		t.Fatalf("replayed %v, want the 3 objects", replayed)
+	}
+	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.nextOf(Deleted); ev.ResourceVersion != srv.ResourceVersion() {
+		t.Fatalf("deletion at %q, want %q", ev.ResourceVersion, srv.ResourceVersion())
+	}
+}
