@@ -88,7 +88,7 @@ var _ = Describe("controller-runtime managers against a real API server", func()
 		crEntries("WaitForCacheSync", crWaitForCacheSync),
 		crEntries("RemoveInformer stops the informer", crRemoveInformer),
 		crEntries("DefaultWatchErrorHandler", crWatchErrorHandler),
-		crEntries("DefaultEnableWatchBookmarks=false", crBookmarksOff),
+		crEntries("DefaultEnableWatchBookmarks=false: leaninformer falls back, client-go's informer waits", crBookmarksOff),
 		crEntries("ReaderFailOnMissingInformer", crReaderFailOnMissingInformer),
 		crEntries("source.Kind handlers and their HasSynced", crSourceKind),
 	)
@@ -226,16 +226,16 @@ func crIndexField(ctx context.Context, c crCache) {
 		}
 	}
 
-	m := crNewManager(cfg, c, ctrl.Options{})
+	mgr := crNewManager(cfg, c, ctrl.Options{})
 	By("indexing before the informer starts")
-	Expect(m.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, "color", labelIndex("color"))).To(Succeed())
-	crStartSynced(ctx, m)
-	inf := crInformer(ctx, m.GetCache(), &corev1.Secret{})
+	Expect(mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, "color", labelIndex("color"))).To(Succeed())
+	crStartSynced(ctx, mgr)
+	inf := crInformer(ctx, mgr.GetCache(), &corev1.Secret{})
 	crExpectImplementation(inf, c)
 	list := func(field, value string) func(Gomega) []string {
 		return func(g Gomega) []string {
 			var l corev1.SecretList
-			g.Expect(m.GetCache().List(ctx, &l, client.InNamespace(ns), client.MatchingFields{field: value})).To(Succeed())
+			g.Expect(mgr.GetCache().List(ctx, &l, client.InNamespace(ns), client.MatchingFields{field: value})).To(Succeed())
 			return crItemNames(l.Items)
 		}
 	}
@@ -244,7 +244,7 @@ func crIndexField(ctx context.Context, c crCache) {
 
 	By("indexing after the informer synced")
 	Expect(inf.HasSynced()).To(BeTrue())
-	Expect(m.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, "size", labelIndex("size"))).To(Succeed())
+	Expect(mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, "size", labelIndex("size"))).To(Succeed())
 	Eventually(list("size", "big")).WithTimeout(crTimeout).Should(ConsistOf(blues))
 
 	By("keeping both indices up to date with live changes")
