@@ -119,13 +119,13 @@ var impls = []struct {
 	}},
 }
 
-// filled returns a new store holding pods 0..n-1. Every
+// filled returns a new store holding benchReadSize pods. Every
 // sub-benchmark builds its own, so that neither implementation inherits the
 // other's garbage or cache state.
-func filled(b *testing.B, newStore func() toolscache.Indexer, n int) toolscache.Indexer {
+func filled(b *testing.B, newStore func() toolscache.Indexer) toolscache.Indexer {
 	b.Helper()
 	s := newStore()
-	for i := range n {
+	for i := range benchReadSize {
 		if err := s.Add(benchPod(i, "1")); err != nil {
 			b.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func BenchmarkUpdate(b *testing.B) {
 	}
 	for _, impl := range impls {
 		b.Run(impl.name, func(b *testing.B) {
-			store := filled(b, impl.new, benchReadSize)
+			store := filled(b, impl.new)
 			for i := 0; b.Loop(); i++ {
 				if err := store.Update(newer[i%len(newer)]); err != nil {
 					b.Fatal(err)
@@ -184,7 +184,7 @@ func BenchmarkGet(b *testing.B) {
 	}
 	for _, impl := range impls {
 		b.Run(impl.name, func(b *testing.B) {
-			store := filled(b, impl.new, benchReadSize)
+			store := filled(b, impl.new)
 			for i := 0; b.Loop(); i++ {
 				if _, ok, _ := store.GetByKey(keys[i%len(keys)]); !ok {
 					b.Fatal("missing")
@@ -197,7 +197,7 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkList(b *testing.B) {
 	for _, impl := range impls {
 		b.Run(impl.name, func(b *testing.B) {
-			store := filled(b, impl.new, benchReadSize)
+			store := filled(b, impl.new)
 			for b.Loop() {
 				if len(store.List()) != benchReadSize {
 					b.Fatal("short list")
@@ -223,7 +223,7 @@ func BenchmarkByIndex(b *testing.B) {
 		}
 		for _, impl := range impls {
 			b.Run("index="+idx.name+"/"+impl.name, func(b *testing.B) {
-				store := filled(b, impl.new, benchReadSize)
+				store := filled(b, impl.new)
 				for i := 0; b.Loop(); i++ {
 					objs, err := store.ByIndex(idx.index, values[i%len(values)])
 					if err != nil || len(objs) != idx.want {
