@@ -2,6 +2,8 @@ package informer
 
 import (
 	"context"
+	"os"
+	"runtime"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
@@ -36,13 +38,13 @@ func newServer(t testing.TB, n int, opts ...fake.Option) *fake.Server {
 	t.Helper()
 	s := fake.NewServer(&corev1.ConfigMapList{}, opts...)
 	t.Cleanup(s.Close)
-	if err := s.CreateN(n, func(i int) runtime.Object { return configMap(fmt.Sprintf("cm-%04d", i), "i", fmt.Sprint(i)) }); err != nil {
+	if err := s.CreateN(n, func(i int) kruntime.Object { return configMap(fmt.Sprintf("cm-%04d", i), "i", fmt.Sprint(i)) }); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func mustCreate(t testing.TB, s *fake.Server, obj runtime.Object) runtime.Object {
+func mustCreate(t testing.TB, s *fake.Server, obj kruntime.Object) kruntime.Object {
 	t.Helper()
 	out, err := s.Create(obj)
 	if err != nil {
@@ -51,7 +53,7 @@ func mustCreate(t testing.TB, s *fake.Server, obj runtime.Object) runtime.Object
 	return out
 }
 
-func mustUpdate(t testing.TB, s *fake.Server, obj runtime.Object) runtime.Object {
+func mustUpdate(t testing.TB, s *fake.Server, obj kruntime.Object) kruntime.Object {
 	t.Helper()
 	out, err := s.Update(obj)
 	if err != nil {
@@ -97,10 +99,26 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out waiting for %s (goroutines: %s)", what, dumpGoroutines(t))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// dumpGoroutines writes every goroutine's stack to a file that outlives the
+// test, for a timeout to be debuggable, and returns its path.
+func dumpGoroutines(t testing.TB) string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	f, err := os.CreateTemp("", "leaninformer-goroutines-*.txt")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if _, err := f.Write(buf); err != nil {
+		return err.Error()
+	}
+	return f.Name()
 }
 
 func waitSynced(t testing.TB, checkers ...interface{ HasSynced() bool }) {

@@ -97,11 +97,14 @@ func (p *pipeline) startRestart(ev listerwatcher.Event) {
 func (p *pipeline) addPage(ctx context.Context, objs []runtime.Object) {
 	p.restartPages++
 	dropped := 0
-	for _, obj := range objs {
+	for i, obj := range objs {
 		if _, _, err := p.s.indexer.AddToRestart(obj, p.transform); err != nil {
 			dropped++
 			utilruntime.HandleErrorWithContext(ctx, err, "Dropping listed object", "type", p.s.objectDescription)
 		}
+		// Let go of the decoded copy now: relist reuse or the transform may
+		// have left it unreferenced, and the rest of the page need not pin it.
+		objs[i] = nil
 	}
 	p.restartObjects += len(objs) - dropped
 	p.restartDropped += dropped
@@ -117,21 +120,23 @@ func (p *pipeline) finishRestart(ctx context.Context, rv string) error {
 		p.s.blockDeltas.Unlock()
 		return fmt.Errorf("finishing restart at resourceVersion %q: %w", rv, err)
 	}
+	// Everything that describes the new store is recorded before handlers
+	// hear of it, so that what they see is never ahead of it.
+	p.s.setLastSyncResourceVersion(rv)
+	p.s.clientMetrics.setResourceVersion(rv)
+	p.s.diagSynced()
+	d := time.Since(p.restartStarted)
+	p.s.metrics.RestartDone(d, len(diff.Changes), diff.Reused)
+	p.s.metrics.ResourceVersion(rv)
 	for _, c := range diff.Changes {
 		p.s.mutationDetector.AddObject(c.New)
 	}
 	p.s.processor.distributeRestart(diff, isInitial)
 	p.s.blockDeltas.Unlock()
-
-	p.s.setLastSyncResourceVersion(rv)
-	p.s.clientMetrics.setResourceVersion(rv)
-	p.s.diagSynced()
 	if isInitial {
 		close(p.s.synced)
 	}
-	d := time.Since(p.restartStarted)
-	p.s.metrics.RestartDone(d, len(diff.Changes), diff.Reused)
-	p.s.metrics.ResourceVersion(rv)
+
 	reuse := 0.0
 	if len(diff.Changes) > 0 {
 		reuse = float64(diff.Reused) / float64(len(diff.Changes))

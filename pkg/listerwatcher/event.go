@@ -103,6 +103,8 @@ type Event struct {
 	Type EventType
 	// Objects is the page of a RestartPage. The consumer may keep the
 	// objects but not the slice: the watcher reuses it after Handle returns.
+	// The consumer may set entries it is done with to nil, so that objects
+	// it does not keep can be collected before the page ends.
 	Objects []runtime.Object
 	// Object is the object of an Added, Modified or Deleted event.
 	Object runtime.Object
