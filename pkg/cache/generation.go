@@ -128,11 +128,16 @@ func (idx index) update(ix namedIndexer, key string, oldObj, newObj any) {
 	for _, v := range oldValues {
 		idx.removeKey(v, key)
 	}
-	for _, v := range newValues {
-		idx.addKey(v, key)
+	// key is now in none of this index's sets: adding cannot duplicate it,
+	// unless the index function repeats a value.
+	for i, v := range newValues {
+		if !slices.Contains(newValues[:i], v) {
+			idx.addKey(v, key)
+		}
 	}
 }
 
+// addKey adds key, which is not in the set of value, to it.
 func (idx index) addKey(value, key string) {
 	set := idx[value]
 	if set.many != nil {
@@ -152,61 +157,64 @@ func (idx index) removeKey(value, key string) {
 	switch {
 	case set.len() == 0:
 		delete(idx, value)
-	case set.many == nil:
-		idx[value] = set // the slice header changed
+	default:
+		idx[value] = set // the slice header or the representation changed
 	}
 }
 
-// maxFewKeys is the size up to which a keySet is a slice. Linear search over
-// a few strings is as fast as hashing them, and a slice of one key costs 16
-// bytes where a map costs about 200.
+// maxFewKeys is the size up to which a keySet stays a slice when keys are
+// removed from it. Linear search over a few strings is as fast as hashing
+// them.
 const maxFewKeys = 16
 
-// keySet is a set of store keys. Most indexed values (a workload's label, a
-// node name) are shared by few objects, so a small set is a slice and only a
-// large one becomes a map.
+// keySet is a set of store keys. Keys only arrive while a generation is
+// built (a restart, an initial list), and most indexed values (a workload's
+// label, a node name) are shared by few objects, so a set is a slice, 16
+// bytes a key where a map costs three times that: callers never add a key
+// twice (update removes a key from all of an index's sets before adding it
+// to its new ones). A large set becomes a map the first time a key must be
+// found in it, to be removed.
 type keySet struct {
-	few  []string            // the keys while there are at most maxFewKeys
-	many map[string]struct{} // the keys once there were more; few is then nil
+	keys []string            // the keys while many is nil
+	many map[string]struct{} // the keys once a large set lost one
 }
 
+// add adds key, which is not in the set.
 func (s *keySet) add(key string) {
-	switch {
-	case s.many != nil:
+	if s.many != nil {
 		s.many[key] = struct{}{}
-	case slices.Contains(s.few, key):
-	case len(s.few) < maxFewKeys:
-		s.few = append(s.few, key)
-	default:
-		s.many = make(map[string]struct{}, 2*maxFewKeys)
-		for _, k := range s.few {
-			s.many[k] = struct{}{}
-		}
-		s.many[key] = struct{}{}
-		s.few = nil
+		return
 	}
+	s.keys = append(s.keys, key)
 }
 
 func (s *keySet) remove(key string) {
+	if s.many == nil && len(s.keys) > maxFewKeys {
+		s.many = make(map[string]struct{}, len(s.keys))
+		for _, k := range s.keys {
+			s.many[k] = struct{}{}
+		}
+		s.keys = nil
+	}
 	if s.many != nil {
 		delete(s.many, key)
 		return
 	}
-	i := slices.Index(s.few, key)
+	i := slices.Index(s.keys, key)
 	if i < 0 {
 		return
 	}
-	last := len(s.few) - 1
-	s.few[i] = s.few[last]
-	s.few[last] = "" // do not keep the key's bytes reachable
-	s.few = s.few[:last]
+	last := len(s.keys) - 1
+	s.keys[i] = s.keys[last]
+	s.keys[last] = "" // do not keep the key's bytes reachable
+	s.keys = s.keys[:last]
 }
 
 func (s keySet) len() int {
 	if s.many != nil {
 		return len(s.many)
 	}
-	return len(s.few)
+	return len(s.keys)
 }
 
 // all yields the keys in no particular order.
@@ -220,7 +228,7 @@ func (s keySet) all() iter.Seq[string] {
 			}
 			return
 		}
-		for _, k := range s.few {
+		for _, k := range s.keys {
 			if !yield(k) {
 				return
 			}

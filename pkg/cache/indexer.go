@@ -294,7 +294,7 @@ func (c *Indexer) Index(indexName string, obj any) ([]any, error) {
 func (c *Indexer) objectsLocked(keys keySet) []any {
 	list := make([]any, 0, keys.len())
 	// Plain loops rather than keys.all(): this is the hot path of listers.
-	for _, key := range keys.few {
+	for _, key := range keys.keys {
 		list = append(list, c.live.items[key])
 	}
 	for key := range keys.many {

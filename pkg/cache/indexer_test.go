@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgofeatures "k8s.io/client-go/features"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -346,4 +348,81 @@ func TestNewIndexerCopiesIndexers(t *testing.T) {
 	if err := c.AddIndexers(toolscache.Indexers{"late": uidIndex}); err != nil {
 		t.Fatalf("a name added to the caller's map after NewIndexer conflicts: %v", err)
 	}
+}
+
+// Large index sets start as slices and turn into maps on the first removal;
+// an index function that repeats a value must not list an object twice.
+func TestLargeIndexSetsAgainstClientGo(t *testing.T) {
+	repeated := func(o any) ([]string, error) {
+		cm := o.(*corev1.ConfigMap)
+		return []string{cm.Data["group"], cm.Data["group"], "all"}, nil
+	}
+	indexers := toolscache.Indexers{"group": repeated}
+	ours := NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	oracle := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	obj := func(i, group int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%03d", i), ResourceVersion: fmt.Sprint(i)},
+			Data:       map[string]string{"group": fmt.Sprint(group)},
+		}
+	}
+	both := func(op func(toolscache.Indexer) error) {
+		t.Helper()
+		if err := op(ours); err != nil {
+			t.Fatal(err)
+		}
+		if err := op(oracle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compare := func(when string) {
+		t.Helper()
+		for _, value := range []string{"0", "1", "all", "missing"} {
+			want, _ := oracle.IndexKeys("group", value)
+			got, _ := ours.IndexKeys("group", value)
+			if fmt.Sprint(want) != fmt.Sprint(got) {
+				t.Fatalf("%s: IndexKeys(group, %s) = %v, want %v", when, value, got, want)
+			}
+			byIndex, _ := ours.ByIndex("group", value)
+			if len(byIndex) != len(want) {
+				t.Fatalf("%s: ByIndex(group, %s) has %d objects, want %d", when, value, len(byIndex), len(want))
+			}
+		}
+	}
+	for i := range 100 {
+		both(func(s toolscache.Indexer) error { return s.Add(obj(i, i%2)) })
+	}
+	compare("after adds")
+	for i := 0; i < 100; i += 3 {
+		both(func(s toolscache.Indexer) error { return s.Delete(obj(i, i%2)) })
+	}
+	compare("after deletes")
+	for i := 1; i < 100; i += 3 {
+		both(func(s toolscache.Indexer) error { return s.Update(obj(i, (i+1)%2)) })
+	}
+	compare("after moves between groups")
+
+	// The same through a restart and a Replace (new resourceVersions: a
+	// relist of changed objects, so relist reuse does not apply).
+	ours.StartRestart()
+	var list []any
+	for i := range 60 {
+		o := obj(i, i%2)
+		o.ResourceVersion = fmt.Sprint(1000 + i)
+		if _, _, err := ours.AddToRestart(o, nil); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, o)
+	}
+	if _, err := ours.FinishRestart("1000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := oracle.Replace(list, "1000"); err != nil {
+		t.Fatal(err)
+	}
+	compare("after a restart")
+	for i := 0; i < 60; i += 2 {
+		both(func(s toolscache.Indexer) error { return s.Delete(obj(i, i%2)) })
+	}
+	compare("after deletes from a restarted generation")
 }

@@ -17,9 +17,11 @@ var ErrNoRestart = errors.New("no restart in progress")
 // page by page, indices included, while readers use the live one.
 type restart struct {
 	gen *generation
-	// keys holds the buffered keys in order of first occurrence, for the
-	// diff's list order.
-	keys []string
+	// changes holds the buffered keys in order of first occurrence: the
+	// diff's list order. Their Old and New are filled when the restart
+	// finishes, in place, so that finishing allocates nothing in proportion
+	// to the collection at the moment both generations are alive.
+	changes []Change
 }
 
 // Diff is what finishing a restart changed: everything an informer needs to
@@ -62,8 +64,8 @@ func (c *Indexer) StartRestart() {
 	size, indexSizes := len(c.live.items), c.live.indexSizes()
 	c.mu.RUnlock()
 	c.buffer = &restart{
-		gen:  newGeneration(size, c.indexers, indexSizes),
-		keys: make([]string, 0, size),
+		gen:     newGeneration(size, c.indexers, indexSizes),
+		changes: make([]Change, 0, size),
 	}
 }
 
@@ -117,7 +119,7 @@ func (c *Indexer) AddToRestart(obj any, transform toolscache.TransformFunc) (sto
 		return nil, false, ErrNoRestart
 	}
 	if _, existed := c.buffer.gen.put(c.indexers, key, stored); !existed {
-		c.buffer.keys = append(c.buffer.keys, key)
+		c.buffer.changes = append(c.buffer.changes, Change{Key: key})
 	}
 	return stored, reused, nil
 }
@@ -187,16 +189,12 @@ func (c *Indexer) diffLive(buf *restart, d *Diff) uint64 {
 // diff fills d with the difference from live to the buffer, reusing d's
 // slices.
 func (r *restart) diff(live *generation, d *Diff) {
-	if cap(d.Changes) < len(r.keys) {
-		d.Changes = make([]Change, len(r.keys))
-	}
-	d.Changes = d.Changes[:len(r.keys)]
+	d.Changes = r.changes
 	d.Reused = 0
-	for i, key := range r.keys {
-		next := r.gen.items[key]
-		old := live.items[key]
-		d.Changes[i] = Change{Key: key, Old: old, New: next}
-		if samePointer(old, next) {
+	for i := range d.Changes {
+		c := &d.Changes[i]
+		c.New, c.Old = r.gen.items[c.Key], live.items[c.Key]
+		if samePointer(c.Old, c.New) {
 			d.Reused++
 		}
 	}
