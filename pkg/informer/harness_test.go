@@ -2,9 +2,9 @@ package informer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -34,9 +34,9 @@ func configMap(name string, data ...string) *corev1.ConfigMap {
 func key(name string) string { return testNamespace + "/" + name }
 
 // newServer returns a fake API server holding n ConfigMaps cm-0000...
-func newServer(t testing.TB, n int, opts ...fake.Option) *fake.Server {
+func newServer(t testing.TB, n int) *fake.Server {
 	t.Helper()
-	s := fake.NewServer(&corev1.ConfigMapList{}, opts...)
+	s := fake.NewServer(&corev1.ConfigMapList{})
 	t.Cleanup(s.Close)
 	if err := s.CreateN(n, func(i int) kruntime.Object { return configMap(fmt.Sprintf("cm-%04d", i), "i", fmt.Sprint(i)) }); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (goroutines: %s)", what, dumpGoroutines(t))
+			t.Fatalf("timed out waiting for %s (goroutines: %s)", what, dumpGoroutines())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -107,7 +107,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 // dumpGoroutines writes every goroutine's stack to a file that outlives the
 // test, for a timeout to be debuggable, and returns its path.
-func dumpGoroutines(t testing.TB) string {
+func dumpGoroutines() string {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
 	f, err := os.CreateTemp("", "leaninformer-goroutines-*.txt")

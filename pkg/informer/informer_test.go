@@ -51,7 +51,7 @@ func forceRelist(t *testing.T, s *fake.Server, mutate func()) {
 }
 
 func TestImplementsClientGoInterfaces(t *testing.T) {
-	var inf toolscache.SharedIndexInformer = NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0, nil)
+	inf := NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.ConfigMap{}, 0, nil)
 	if inf.GetStore() != inf.GetIndexer() {
 		t.Fatal("GetStore and GetIndexer return different objects")
 	}

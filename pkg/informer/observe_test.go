@@ -162,7 +162,7 @@ func TestResourceLabels(t *testing.T) {
 		want schema.GroupVersionResource
 	}{
 		{&corev1.ConfigMap{}, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}},
-		{&corev1.Endpoints{}, schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}},
+		{&networkingv1.NetworkPolicy{}, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}},
 		{&networkingv1.Ingress{}, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}},
 		{unstructuredDeployment, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}},
 		{metadataOnly, schema.GroupVersionResource{Group: "example.com", Version: "v1alpha1", Resource: "widgets"}},

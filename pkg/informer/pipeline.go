@@ -50,7 +50,7 @@ func (p *pipeline) handle(ctx context.Context, ev listerwatcher.Event) error {
 	case listerwatcher.RestartPage:
 		p.addPage(ctx, ev.Objects)
 	case listerwatcher.RestartDone:
-		return p.finishRestart(ctx, ev.ResourceVersion)
+		return p.finishRestart(ev.ResourceVersion)
 	case listerwatcher.Added, listerwatcher.Modified:
 		p.upsert(ctx, ev.Object)
 		p.applied(ev)
@@ -112,7 +112,7 @@ func (p *pipeline) addPage(ctx context.Context, objs []runtime.Object) {
 	p.s.metrics.Page(p.restartStrategy.String(), p.restartObjects)
 }
 
-func (p *pipeline) finishRestart(ctx context.Context, rv string) error {
+func (p *pipeline) finishRestart(rv string) error {
 	isInitial := !p.s.HasSynced()
 	p.s.blockDeltas.Lock()
 	diff, err := p.s.indexer.FinishRestart(rv)
