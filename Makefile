@@ -41,5 +41,16 @@ bench:
 	$(GO) build -o _output/bench/bench ./hack/bench && \
 	KUBEBUILDER_ASSETS="$$assets" _output/bench/bench $(BENCH_FLAGS)
 
+# chaos: the long chaos schedule and soak (test/envtest, label chaos or soak)
+# against their own API server, then a short run of each fuzz target.
+# LEANINFORMER_CHAOS_SEED=n replays a schedule; FUZZTIME sets each fuzz run.
+FUZZTIME ?= 30s
+chaos:
+	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
+	KUBEBUILDER_ASSETS="$$assets" LEANINFORMER_CHAOS=long $(GO) test -race -count=1 -timeout 60m -v \
+		./test/envtest/ -ginkgo.label-filter='chaos || soak'
+	$(GO) test -run '^$$' -fuzz '^FuzzPipelineAgainstModel$$' -fuzztime $(FUZZTIME) ./pkg/informer/
+	$(GO) test -run '^$$' -fuzz '^FuzzWatcherAgainstServer$$' -fuzztime $(FUZZTIME) ./pkg/listerwatcher/
+
 clean:
 	rm -rf bin _output

@@ -215,7 +215,7 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 			requests: requestsBetween(before.Requests, after.Requests),
 		}
 		fmt.Fprintln(GinkgoWriter, report.String())
-		AddReportEntry("chaos", report)
+		AddReportEntry("chaos", report, ReportEntryVisibilityAlways)
 
 		By("checking that every fault kind was injected and requests stayed bounded")
 		for kind, n := range report.faults {

@@ -1,0 +1,262 @@
+package envtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/leaninformer/leaninformer/internal/faultproxy"
+	"github.com/leaninformer/leaninformer/internal/memstat"
+	"github.com/leaninformer/leaninformer/pkg/informer"
+	"github.com/leaninformer/leaninformer/pkg/metrics"
+)
+
+// soakSettings is the size of a soak run.
+type soakSettings struct {
+	objects int
+	payload int // bytes of data per object
+	cycles  int
+	// cycle is how long the update load runs in each cycle, a forced relist
+	// included.
+	cycle         time.Duration
+	updatesPerSec int
+	updateWorkers int
+	convergeBound time.Duration
+	name          string
+}
+
+func soakSettingsFromEnv() soakSettings {
+	s := soakSettings{objects: 1000, payload: 4096, cycles: 8, cycle: 5 * time.Second, updatesPerSec: 50, updateWorkers: 4,
+		convergeBound: time.Minute, name: "short"}
+	if os.Getenv(chaosEnv) == "long" {
+		s.cycles, s.name = 40, "long"
+	}
+	return s
+}
+
+// The soak runs one informer for a bounded time under a steady update load
+// with a relist forced in every cycle, and checks that its memory does not
+// grow: no old generation, page or notification is kept from one cycle to
+// the next. The object count stays constant and the informer logs nowhere,
+// so that the heap measured after each cycle only differs by what leaks.
+var _ = Describe("an informer soaking under steady updates and forced relists", Label("soak"), func() {
+	settings := soakSettingsFromEnv()
+
+	It("keeps its heap flat and its handlers' queues drained", func(ctx SpecContext) {
+		ns := createNamespace(ctx, "soak")
+		payload := func(rng *rand.Rand) string {
+			b := make([]byte, settings.payload)
+			for i := range b {
+				b[i] = 'a' + byte(rng.IntN(26))
+			}
+			return string(b)
+		}
+		By(fmt.Sprintf("creating %d ConfigMaps of %d bytes", settings.objects, settings.payload))
+		createSoakObjects(ctx, ns, settings.objects, payload)
+
+		proxy, err := faultproxy.New(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(proxy.Close)
+		proxyClient, err := kubernetes.NewForConfig(proxy.ClientConfig())
+		Expect(err).NotTo(HaveOccurred())
+
+		heapBefore := memstat.HeapAfterGC()
+		m := metrics.New()
+		registry := prometheus.NewRegistry()
+		Expect(m.Register(registry)).To(Succeed())
+		lw := toolscache.NewListWatchFromClient(proxyClient.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
+		inf := informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{},
+			informer.WithMetrics(m),
+			informer.WithBackoff(informer.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Jitter: 0.5, ResetAfter: 30 * time.Second}))
+		h := newStateHandler()
+		_, err = inf.AddEventHandler(h)
+		Expect(err).NotTo(HaveOccurred())
+		// No logger: a log kept in memory (GinkgoWriter's) would grow.
+		runCtx, stop := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logr.Discard()))
+		done := make(chan struct{})
+		go func() { defer close(done); inf.RunWithContext(runCtx) }()
+		DeferCleanup(func() { stop(); Eventually(done).Should(BeClosed()) })
+		Eventually(inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue())
+
+		converge := func() {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				want := freshList(ctx, g, ns)
+				g.Expect(storeState(inf.GetStore())).To(Equal(want), "the store equals a fresh LIST")
+				g.Expect(h.state()).To(Equal(want), "the handler rebuilt the store")
+				g.Expect(pendingNotifications(g, registry)).To(BeZero(), "the handler's queue is drained")
+			}).WithContext(ctx).WithTimeout(settings.convergeBound).WithPolling(100 * time.Millisecond).Should(Succeed())
+		}
+		converge()
+		generation := int64(memstat.HeapAfterGC()) - int64(heapBefore)
+		fmt.Fprintf(GinkgoWriter, "soak: the synced informer added %.1f MiB to the heap\n", float64(generation)/(1<<20))
+
+		var heaps []uint64
+		var updates atomic.Int64
+		relists := func() int64 {
+			r := proxy.Stats().Requests
+			return r.Lists - r.ListsWithContinue + r.StreamingWatches
+		}
+		started := time.Now()
+		for cycle := range settings.cycles {
+			load, stopLoad := context.WithCancel(ctx)
+			var writers sync.WaitGroup
+			for worker := range settings.updateWorkers {
+				writers.Go(func() {
+					defer GinkgoRecover()
+					rng := rand.New(rand.NewPCG(uint64(cycle), uint64(worker)))
+					tick := time.NewTicker(time.Second * time.Duration(settings.updateWorkers) / time.Duration(settings.updatesPerSec))
+					defer tick.Stop()
+					for {
+						select {
+						case <-load.Done():
+							return
+						case <-tick.C:
+						}
+						name := fmt.Sprintf("soak-%05d", rng.IntN(settings.objects))
+						cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"payload": payload(rng)}}
+						if _, err := clientset.CoreV1().ConfigMaps(ns).Update(load, cm, metav1.UpdateOptions{}); err == nil {
+							updates.Add(1)
+						} else if load.Err() == nil {
+							Fail(fmt.Sprintf("updating %s: %v", name, err))
+						}
+					}
+				})
+			}
+
+			// Halfway through the cycle, force a relist: the watch is cut and
+			// its next attempt answered 410 Gone.
+			sleepCtx(load, settings.cycle/2)
+			before := relists()
+			_, err := proxy.Inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: "configmaps"},
+				Fault: faultproxy.Fault{Kind: faultproxy.Gone}, Times: 1})
+			Expect(err).NotTo(HaveOccurred())
+			proxy.CutWatches(faultproxy.Match{Resource: "configmaps"})
+			Eventually(relists).WithContext(ctx).WithTimeout(settings.convergeBound).Should(BeNumerically(">", before), "cycle %d relisted", cycle+1)
+			sleepCtx(load, settings.cycle/2)
+			stopLoad()
+			writers.Wait()
+
+			converge()
+			heaps = append(heaps, memstat.HeapAfterGC())
+			fmt.Fprintf(GinkgoWriter, "soak cycle %d: heap after GC %.1f MiB, %d updates so far\n", cycle+1, memstat.MiB(heaps[cycle]), updates.Load())
+		}
+
+		report := soakReport{settings: settings, generation: generation, heaps: heaps, updates: updates.Load(), duration: time.Since(started), restarts: restartsByReason(registry)}
+		fmt.Fprintln(GinkgoWriter, report.String())
+		AddReportEntry("soak", report, ReportEntryVisibilityAlways)
+
+		// Leaking one old generation, or one relist's notifications, would
+		// add about a generation; allow half of one for noise.
+		tolerance := generation / 2
+		for k, heap := range heaps[1:] {
+			growth := int64(heap) - int64(heaps[0])
+			Expect(growth).To(BeNumerically("<", tolerance),
+				"heap after cycle %d (%.1f MiB) grew %.1f MiB over cycle 1 (%.1f MiB); tolerance %.1f MiB",
+				k+2, memstat.MiB(heap), float64(growth)/(1<<20), memstat.MiB(heaps[0]), float64(tolerance)/(1<<20))
+		}
+	}, SpecTimeout(time.Duration(settings.cycles)*(settings.cycle+2*settings.convergeBound)+5*time.Minute))
+})
+
+// createSoakObjects creates n ConfigMaps soak-00000... with a payload each.
+func createSoakObjects(ctx context.Context, ns string, n int, payload func(*rand.Rand) string) {
+	GinkgoHelper()
+	const workers = 25
+	var wg sync.WaitGroup
+	for worker := range min(workers, n) {
+		wg.Go(func() {
+			defer GinkgoRecover()
+			rng := rand.New(rand.NewPCG(0, uint64(worker)))
+			for i := worker; i < n; i += workers {
+				_, err := clientset.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("soak-%05d", i)},
+					Data:       map[string]string{"payload": payload(rng)},
+				}, metav1.CreateOptions{})
+				Expect(err).NotTo(HaveOccurred())
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// pendingNotifications sums leaninformer's gauge of notifications queued for
+// handlers and not yet delivered.
+func pendingNotifications(g Gomega, registry *prometheus.Registry) float64 {
+	families, err := registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	sum, found := 0.0, false
+	for _, f := range families {
+		if !strings.HasSuffix(f.GetName(), "handler_pending_notifications") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			sum += m.GetGauge().GetValue()
+			found = true
+		}
+	}
+	g.Expect(found).To(BeTrue(), "the informer reports its handlers' pending notifications")
+	return sum
+}
+
+// restartsByReason reads leaninformer's restart counter.
+func restartsByReason(registry *prometheus.Registry) map[string]float64 {
+	families, err := registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	out := map[string]float64{}
+	for _, f := range families {
+		if !strings.HasSuffix(f.GetName(), "restarts_total") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// soakReport is what a soak run measured.
+type soakReport struct {
+	settings   soakSettings
+	generation int64
+	heaps      []uint64
+	updates    int64
+	duration   time.Duration
+	restarts   map[string]float64
+}
+
+func (r soakReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "soak (%s): %d objects of %d bytes, %d cycles in %v, %d updates; restarts %v; the synced store added %.1f MiB\n  heap after GC per cycle (MiB):",
+		r.settings.name, r.settings.objects, r.settings.payload, len(r.heaps), r.duration.Round(time.Second), r.updates, r.restarts, float64(r.generation)/(1<<20))
+	for _, h := range r.heaps {
+		fmt.Fprintf(&b, " %.1f", memstat.MiB(h))
+	}
+	return b.String()
+}
