@@ -629,10 +629,11 @@ func crBookmarksOff(ctx context.Context, c crCache) {
 	if !c.ours {
 		// A known difference. controller-runtime's watch function turns
 		// allowWatchBookmarks off, so the API server never ends a streaming
-		// list, and client-go's reflector (WatchListClient is on by default)
-		// waits for the end bookmark until the watch times out, 5 to 10
-		// minutes later. The spec shows it still waiting after 15s, longer
-		// than leaninformer needs to fall back.
+		// list. client-go's reflector (WatchListClient is on by default)
+		// waits for the end bookmark and, when the watch times out after 5
+		// to 10 minutes, opens another streaming watch: it never syncs. The
+		// spec shows it still waiting after 15s, longer than leaninformer
+		// needs to fall back.
 		By("waiting, with client-go's reflector, for an end bookmark that never comes")
 		Consistently(inf.HasSynced).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(BeFalse())
 		counts := counter.Counts()
