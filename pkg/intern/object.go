@@ -1,0 +1,125 @@
+package intern
+
+import (
+	"reflect"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Object interns, in place, the strings of the object obj points to: typed
+// API objects (*corev1.Pod, ...), *metav1.PartialObjectMetadata,
+// *unstructured.Unstructured, their lists, and any other pointer to a
+// struct. It returns obj. Values that are not pointers are left alone: they
+// cannot be changed in place.
+//
+// It follows exported fields, pointers, slices, maps and interfaces, and
+// replaces every string it finds by its canonical instance, except an
+// object's own name, UID and resourceVersion, which no other object shares.
+// Byte slices (FieldsV1, Secret data, raw extensions) are never shared: their
+// bytes are writable, and a write through one object would show in every
+// other. Nothing else changes: the object encodes, compares and deep-copies
+// as before.
+//
+// The caller must own obj: no other goroutine may read it meanwhile (an
+// informer's transform owns the freshly decoded object it is given).
+func (t *Table) Object(obj any) any {
+	switch o := obj.(type) {
+	case nil:
+	case *unstructured.Unstructured:
+		if o != nil {
+			t.jsonObject(o.Object, true)
+		}
+	case *unstructured.UnstructuredList:
+		if o != nil {
+			t.jsonObject(o.Object, true)
+			for i := range o.Items {
+				t.jsonObject(o.Items[i].Object, true)
+			}
+		}
+	default:
+		v := reflect.ValueOf(obj)
+		if v.Kind() == reflect.Pointer && !v.IsNil() {
+			t.walk(v.UnsafePointer(), planFor(v.Type().Elem()))
+		}
+	}
+	return obj
+}
+
+// Transform interns obj's strings (see Object) and returns it. Its signature
+// is client-go's cache.TransformFunc, so any informer can use it:
+//
+//	informer.SetTransform(intern.Default().Transform)
+func (t *Table) Transform(obj any) (any, error) {
+	return t.Object(obj), nil
+}
+
+// uniqueMetadata are the keys of an unstructured object's metadata whose
+// values identify the object; see uniqueFields.
+var uniqueMetadata = map[string]bool{"name": true, "uid": true, "resourceVersion": true, "selfLink": true}
+
+// jsonObject interns the keys and values of a JSON object as
+// encoding/json decodes it. At the top of an object (top), the values that
+// identify it are left alone.
+func (t *Table) jsonObject(m map[string]any, top bool) {
+	for k, v := range m {
+		ck := t.String(k)
+		changed := unsafe.StringData(ck) != unsafe.StringData(k)
+		switch x := v.(type) {
+		case string:
+			if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
+				v, changed = c, true
+			}
+		case map[string]any:
+			if top && k == "metadata" {
+				t.metadata(x)
+			} else {
+				t.jsonObject(x, false)
+			}
+		case []any:
+			t.jsonArray(x)
+		}
+		if changed {
+			m[ck] = v
+		}
+	}
+}
+
+// metadata interns an unstructured object's metadata but its identity.
+func (t *Table) metadata(m map[string]any) {
+	for k, v := range m {
+		ck := t.String(k)
+		changed := unsafe.StringData(ck) != unsafe.StringData(k)
+		switch x := v.(type) {
+		case string:
+			if uniqueMetadata[k] {
+				break
+			}
+			if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
+				v, changed = c, true
+			}
+		case map[string]any:
+			t.jsonObject(x, false)
+		case []any:
+			t.jsonArray(x)
+		}
+		if changed {
+			m[ck] = v
+		}
+	}
+}
+
+func (t *Table) jsonArray(a []any) {
+	for i, v := range a {
+		switch x := v.(type) {
+		case string:
+			if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
+				a[i] = c
+			}
+		case map[string]any:
+			t.jsonObject(x, false)
+		case []any:
+			t.jsonArray(x)
+		}
+	}
+}

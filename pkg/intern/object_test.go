@@ -1,0 +1,557 @@
+package intern
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// apiFixtures returns the JSON fixtures k8s.io/api tests its round trips
+// with: one object of every kind of every API group, every field set.
+func apiFixtures(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/api").Output()
+	if err != nil {
+		t.Fatalf("locate k8s.io/api in the module cache: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "testdata", "HEAD", "*.json"))
+	if err != nil || len(files) < 150 {
+		t.Fatalf("found %d k8s.io/api fixtures (%v), want the ~190 of v0.37", len(files), err)
+	}
+	return files
+}
+
+// decoded is one fixture decoded three times: ref is never interned, a and
+// b are interned in that order (a's values are then first occurrences, b's
+// the canonical instances) and c after them (sharing b's).
+type decoded struct {
+	name          string
+	ref, a, b, c  runtime.Object
+	hasObjectMeta bool
+}
+
+func decodeFixtures(t *testing.T, decode func([]byte) (runtime.Object, error)) []decoded {
+	t.Helper()
+	var out []decoded
+	for _, file := range apiFixtures(t) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var objs [4]runtime.Object
+		for i := range objs {
+			if objs[i], err = decode(data); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			continue // a kind client-go's scheme does not know
+		}
+		_, metaErr := meta.Accessor(objs[0])
+		out = append(out, decoded{name: filepath.Base(file), ref: objs[0], a: objs[1], b: objs[2], c: objs[3], hasObjectMeta: metaErr == nil})
+	}
+	return out
+}
+
+func typedDecode(data []byte) (runtime.Object, error) {
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
+	return obj, err
+}
+
+func unstructuredDecode(data []byte) (runtime.Object, error) {
+	u := &unstructured.Unstructured{}
+	return u, u.UnmarshalJSON(data)
+}
+
+// partialDecode is the metadata-only view of a typed object, as
+// metadata informers store it.
+func partialDecode(data []byte) (runtime.Object, error) {
+	obj, err := typedDecode(data)
+	if err != nil {
+		return nil, err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	accessor, ok := m.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil, os.ErrInvalid
+	}
+	om, ok := accessor.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return nil, os.ErrInvalid
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: *om}, nil
+}
+
+func TestObjectKeepsEveryKindIntact(t *testing.T) {
+	// min: fixtures that must decode, and share their namespace and labels.
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) (runtime.Object, error)
+		min    int
+	}{
+		{"typed", typedDecode, 150},
+		{"unstructured", unstructuredDecode, 150},
+		{"PartialObjectMetadata", partialDecode, 150},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fixtures := decodeFixtures(t, tc.decode)
+			if len(fixtures) < tc.min {
+				t.Fatalf("decoded %d fixtures, want at least %d", len(fixtures), tc.min)
+			}
+			tab := NewTable()
+			for _, f := range fixtures {
+				for _, obj := range []runtime.Object{f.a, f.b, f.c} {
+					if got := tab.Object(obj); got != obj {
+						t.Fatalf("%s: Object returned %p, want its argument %p", f.name, got, obj)
+					}
+				}
+			}
+			shared := 0
+			for _, f := range fixtures {
+				checkIntact(t, f.name, f.ref, f.b)
+				checkIntact(t, f.name, f.ref, f.c)
+				if f.hasObjectMeta && sharesMetadata(t, f.name, f.b, f.c) {
+					shared++
+				}
+			}
+			if shared < tc.min {
+				t.Errorf("%d fixtures share their namespace and labels, want at least %d", shared, tc.min)
+			}
+		})
+	}
+}
+
+// checkIntact fails unless got is indistinguishable from want: equal
+// (deeply and semantically), encoding to the same JSON and protobuf, with a
+// DeepCopy equal too.
+func checkIntact(t *testing.T, name string, want, got runtime.Object) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) || !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("%s: the interned object differs from the decoded one", name)
+	}
+	if !reflect.DeepEqual(got.DeepCopyObject(), want) {
+		t.Errorf("%s: a DeepCopy of the interned object differs from the decoded one", name)
+	}
+	wantJSON, err := json.Marshal(want)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	gotJSON, err := json.Marshal(got)
+	if err != nil || !bytes.Equal(gotJSON, wantJSON) {
+		t.Errorf("%s: the interned object encodes to other JSON (%v):\n got %s\nwant %s", name, err, gotJSON, wantJSON)
+	}
+	type protoMarshaler interface{ Marshal() ([]byte, error) }
+	if pw, ok := want.(protoMarshaler); ok {
+		wantPB, err1 := pw.Marshal()
+		gotPB, err2 := got.(protoMarshaler).Marshal()
+		if err1 != nil || err2 != nil || !bytes.Equal(gotPB, wantPB) {
+			t.Errorf("%s: the interned object encodes to other protobuf (%v, %v)", name, err1, err2)
+		}
+	}
+}
+
+// sharesMetadata reports whether two interned objects share the bytes of
+// their namespace and their label keys and values, and fails the test if
+// they share their name or UID, which interning must leave alone.
+func sharesMetadata(t *testing.T, name string, x, y runtime.Object) bool {
+	t.Helper()
+	mx, _ := meta.Accessor(x)
+	my, _ := meta.Accessor(y)
+	if mx.GetName() != "" && sameBytes(mx.GetName(), my.GetName()) {
+		t.Errorf("%s: two objects share the bytes of their name", name)
+	}
+	if mx.GetUID() != "" && sameBytes(string(mx.GetUID()), string(my.GetUID())) {
+		t.Errorf("%s: two objects share the bytes of their UID", name)
+	}
+	if mx.GetNamespace() == "" || len(mx.GetLabels()) == 0 || !sameBytes(mx.GetNamespace(), my.GetNamespace()) {
+		return false
+	}
+	return sameKeysAndValues(mx.GetLabels(), my.GetLabels())
+}
+
+func sameKeysAndValues(x, y map[string]string) bool {
+	canonicalKey := map[string]string{}
+	for k := range y {
+		canonicalKey[k] = k
+	}
+	for k, v := range x {
+		if !sameBytes(k, canonicalKey[k]) || !sameBytes(v, y[k]) {
+			return false
+		}
+	}
+	return len(x) == len(y)
+}
+
+// TestObjectSharesNoWritableMemory writes every field, element, byte and
+// map entry of one interned object, and checks that the objects it shares
+// strings with, and a DeepCopy taken before, do not change.
+func TestObjectSharesNoWritableMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) (runtime.Object, error)
+	}{
+		{"typed", typedDecode},
+		{"unstructured", unstructuredDecode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := NewTable()
+			fixtures := decodeFixtures(t, tc.decode)
+			for _, f := range fixtures {
+				tab.Object(f.a)
+				tab.Object(f.b)
+				tab.Object(f.c)
+			}
+			for _, f := range fixtures {
+				poison(reflect.ValueOf(f.c.DeepCopyObject()))
+				if !reflect.DeepEqual(f.c, f.ref) || !reflect.DeepEqual(f.b, f.ref) {
+					t.Errorf("%s: writing through a DeepCopy changed interned objects", f.name)
+				}
+				copied := f.b.DeepCopyObject()
+				poison(reflect.ValueOf(f.b))
+				if reflect.DeepEqual(f.b, f.ref) {
+					t.Fatalf("%s: poisoning changed nothing", f.name)
+				}
+				for what, obj := range map[string]runtime.Object{"an object sharing its strings": f.c, "the first interned": f.a, "its DeepCopy": copied} {
+					if !reflect.DeepEqual(obj, f.ref) {
+						t.Errorf("%s: writing through one interned object changed %s", f.name, what)
+					}
+				}
+			}
+		})
+	}
+}
+
+// poison changes, in place, everything of v a caller can write: strings,
+// numbers, bools, bytes, slice elements and map entries, through pointers
+// and interfaces.
+func poison(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(v.String() + "~")
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(v.Int() + 1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(v.Uint() + 1)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(v.Float() + 1)
+	case reflect.Struct:
+		switch x := v.Interface().(type) {
+		case time.Time:
+			v.Set(reflect.ValueOf(x.Add(time.Hour)))
+			return
+		case resource.Quantity:
+			v.Set(reflect.ValueOf(resource.MustParse("42")))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				poison(v.Field(i))
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			poison(v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			poison(v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			poison(e) // writes what the entry points to in place
+			v.SetMapIndex(k, e)
+		}
+	case reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		switch e := v.Elem(); e.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Slice:
+			poison(e)
+		default:
+			c := reflect.New(e.Type()).Elem()
+			c.Set(e)
+			poison(c)
+			v.Set(c)
+		}
+	}
+}
+
+// realObjects decodes testdata/<kind>.json: objects a kube-apiserver
+// returned for the benchmark's objects, managedFields and all.
+func realObjects[T any, L interface {
+	runtime.Object
+	*T
+}](t testing.TB, file string) []runtime.Object {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := L(new(T))
+	if err := json.Unmarshal(data, list); err != nil {
+		t.Fatal(err)
+	}
+	items, err := meta.ExtractListWithAlloc(list)
+	if err != nil || len(items) == 0 {
+		t.Fatalf("%s holds %d objects (%v)", file, len(items), err)
+	}
+	return items
+}
+
+// checkShared checks that from the second object on that has it, every
+// value get returns shares the bytes of that second one: a value is shared
+// from its second occurrence on.
+func checkShared[T any](t *testing.T, objs []T, what string, get func(T) string) {
+	t.Helper()
+	seen := map[string]int{}
+	canonical := map[string]string{}
+	for i, o := range objs {
+		v := get(o)
+		switch seen[v]++; {
+		case v == "" || seen[v] == 1:
+		case seen[v] == 2:
+			canonical[v] = v
+		case !sameBytes(v, canonical[v]):
+			t.Errorf("object %d: %s %q is not shared with the earlier objects that have it", i, what, v)
+		}
+	}
+	if len(canonical) == 0 {
+		t.Errorf("no %s occurs three times; the test needs objects that repeat it", what)
+	}
+}
+
+func checkUnshared[T any](t *testing.T, objs []T, what string, get func(T) string) {
+	t.Helper()
+	for i := range objs {
+		for j := range i {
+			if a, b := get(objs[i]), get(objs[j]); a != "" && sameBytes(a, b) {
+				t.Errorf("objects %d and %d share their %s %q", j, i, what, a)
+			}
+		}
+	}
+}
+
+func TestObjectSharesWhatRoleBindingsRepeat(t *testing.T) {
+	tab := NewTable()
+	objs := realObjects[rbacv1.RoleBindingList](t, "rolebindings.json")
+	ref := realObjects[rbacv1.RoleBindingList](t, "rolebindings.json")
+	var rbs []*rbacv1.RoleBinding
+	trimmed := 0
+	for i, o := range objs {
+		rb := o.(*rbacv1.RoleBinding)
+		// JSON grows slices as decoders do: five subjects in room for eight.
+		wasted := cap(rb.Subjects) > len(rb.Subjects)
+		tab.Object(rb)
+		if wasted && cap(rb.Subjects) == len(rb.Subjects) {
+			trimmed++
+		}
+		checkIntact(t, rb.Name, ref[i], rb)
+		rbs = append(rbs, rb)
+	}
+	if trimmed == 0 {
+		t.Error("no subjects slice lost its spare capacity")
+	}
+	for what, get := range map[string]func(*rbacv1.RoleBinding) string{
+		"namespace":                func(rb *rbacv1.RoleBinding) string { return rb.Namespace },
+		"label value":              func(rb *rbacv1.RoleBinding) string { return rb.Labels["app.kubernetes.io/managed-by"] },
+		"roleRef.apiGroup":         func(rb *rbacv1.RoleBinding) string { return rb.RoleRef.APIGroup },
+		"roleRef.kind":             func(rb *rbacv1.RoleBinding) string { return rb.RoleRef.Kind },
+		"roleRef.name":             func(rb *rbacv1.RoleBinding) string { return rb.RoleRef.Name },
+		"subjects[1].kind":         func(rb *rbacv1.RoleBinding) string { return rb.Subjects[1].Kind },
+		"subjects[1].apiGroup":     func(rb *rbacv1.RoleBinding) string { return rb.Subjects[1].APIGroup },
+		"managedFields.manager":    func(rb *rbacv1.RoleBinding) string { return rb.ManagedFields[0].Manager },
+		"managedFields.operation":  func(rb *rbacv1.RoleBinding) string { return string(rb.ManagedFields[0].Operation) },
+		"managedFields.apiVersion": func(rb *rbacv1.RoleBinding) string { return rb.ManagedFields[0].APIVersion },
+		"managedFields.fieldsType": func(rb *rbacv1.RoleBinding) string { return rb.ManagedFields[0].FieldsType },
+		"label key": func(rb *rbacv1.RoleBinding) string {
+			for k := range rb.Labels {
+				if k == "app.kubernetes.io/name" {
+					return k
+				}
+			}
+			return ""
+		},
+	} {
+		checkShared(t, rbs, what, get)
+	}
+	checkUnshared(t, rbs, "name", func(rb *rbacv1.RoleBinding) string { return rb.Name })
+	checkUnshared(t, rbs, "uid", func(rb *rbacv1.RoleBinding) string { return string(rb.UID) })
+}
+
+func TestObjectSharesWhatPodsOfADeploymentRepeat(t *testing.T) {
+	tab := NewTable()
+	objs := realObjects[corev1.PodList](t, "pods.json")
+	ref := realObjects[corev1.PodList](t, "pods.json")
+	var pods []*corev1.Pod
+	for i, o := range objs {
+		p := o.(*corev1.Pod)
+		tab.Object(p)
+		checkIntact(t, p.Name, ref[i], p)
+		pods = append(pods, p)
+	}
+	container := func(p *corev1.Pod) corev1.Container { return p.Spec.Containers[0] }
+	for what, get := range map[string]func(*corev1.Pod) string{
+		"generateName":         func(p *corev1.Pod) string { return p.GenerateName },
+		"ownerReferences.name": func(p *corev1.Pod) string { return p.OwnerReferences[0].Name },
+		"ownerReferences.uid":  func(p *corev1.Pod) string { return string(p.OwnerReferences[0].UID) },
+		"image":                func(p *corev1.Pod) string { return container(p).Image },
+		"args[0]":              func(p *corev1.Pod) string { return container(p).Args[0] },
+		"env[0].value":         func(p *corev1.Pod) string { return container(p).Env[0].Value },
+		"resources format": func(p *corev1.Pod) string {
+			return string(ptrTo(container(p).Resources.Requests[corev1.ResourceCPU]).Format)
+		},
+		"volumes[0].projected":   func(p *corev1.Pod) string { return p.Spec.Volumes[0].Projected.Sources[1].ConfigMap.Name },
+		"status.conditions.type": func(p *corev1.Pod) string { return string(p.Status.Conditions[0].Type) },
+		"status.qosClass":        func(p *corev1.Pod) string { return string(p.Status.QOSClass) },
+		"status.imageID":         func(p *corev1.Pod) string { return p.Status.ContainerStatuses[0].ImageID },
+	} {
+		checkShared(t, pods, what, get)
+	}
+	checkUnshared(t, pods, "pod IP", func(p *corev1.Pod) string { return p.Status.PodIP })
+	checkUnshared(t, pods, "name", func(p *corev1.Pod) string { return p.Name })
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestObjectInternsUnstructuredButItsIdentity(t *testing.T) {
+	newPod := func(name, uid string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": copyOf("v1"), "kind": copyOf("Pod"),
+			"metadata": map[string]any{
+				"name": copyOf(name), "uid": copyOf(uid), "resourceVersion": copyOf("42"), "namespace": copyOf("team-a"),
+				"labels": map[string]any{copyOf("app"): copyOf("web")},
+			},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": copyOf("web"), "image": copyOf("nginx:1.27"), "args": []any{copyOf("--port=80"), int64(80)}}}},
+		}}
+	}
+	tab := NewTable()
+	objs := []*unstructured.Unstructured{newPod("a", "uid-a"), newPod("b", "uid-b"), newPod("c", "uid-c")}
+	list := &unstructured.UnstructuredList{Object: map[string]any{"kind": copyOf("PodList")}, Items: []unstructured.Unstructured{*newPod("d", "uid-d")}}
+	for _, o := range objs {
+		tab.Object(o)
+	}
+	tab.Object(list)
+	b, c, d := objs[1], objs[2], &list.Items[0]
+	image := func(u *unstructured.Unstructured) string {
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")
+		return cs[0].(map[string]any)["image"].(string)
+	}
+	arg := func(u *unstructured.Unstructured) string {
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")
+		return cs[0].(map[string]any)["args"].([]any)[0].(string)
+	}
+	for _, x := range []*unstructured.Unstructured{c, d} {
+		for what, pair := range map[string][2]string{
+			"apiVersion": {b.GetAPIVersion(), x.GetAPIVersion()},
+			"namespace":  {b.GetNamespace(), x.GetNamespace()},
+			"label":      {b.GetLabels()["app"], x.GetLabels()["app"]},
+			"image":      {image(b), image(x)},
+			"args[0]":    {arg(b), arg(x)},
+		} {
+			if !sameBytes(pair[0], pair[1]) {
+				t.Errorf("%s: %s is not shared", x.GetName(), what)
+			}
+		}
+		if sameBytes(b.GetResourceVersion(), x.GetResourceVersion()) {
+			t.Errorf("%s: resourceVersion, part of an object's identity, was shared", x.GetName())
+		}
+	}
+	var keys []string
+	for k := range c.Object {
+		for bk := range b.Object {
+			if k == bk && sameBytes(k, bk) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if slices.Sort(keys); !slices.Equal(keys, []string{"apiVersion", "kind", "metadata", "spec"}) {
+		t.Errorf("shared top-level keys %v, want all four", keys)
+	}
+	if want := newPod("c", "uid-c"); !reflect.DeepEqual(c, want) {
+		t.Errorf("interned unstructured object differs:\n got %v\nwant %v", c.Object, want.Object)
+	}
+}
+
+// tree is a recursive type, as JSON schemas are.
+type tree struct {
+	Label    string
+	Children []*tree
+	Next     *tree
+	ByName   map[string]tree
+	Extra    any
+	Counts   map[int]string
+	private  string
+}
+
+func newTree() *tree {
+	leaf := &tree{Label: copyOf("leaf"), private: copyOf("private")}
+	return &tree{
+		Label:    copyOf("root"),
+		Children: []*tree{leaf, {Label: copyOf("leaf"), Next: &tree{Label: copyOf("next")}}},
+		ByName:   map[string]tree{copyOf("x"): {Label: copyOf("in-map")}},
+		Extra:    &tree{Label: copyOf("behind-any")},
+		Counts:   map[int]string{1: copyOf("one")},
+		private:  copyOf("private"),
+	}
+}
+
+func TestObjectWalksRecursiveTypes(t *testing.T) {
+	tab := NewTable()
+	_, x, y := tab.Object(newTree()), tab.Object(newTree()).(*tree), tab.Object(newTree()).(*tree)
+	for what, pair := range map[string][2]string{
+		"Label":           {x.Label, y.Label},
+		"Children.Label":  {x.Children[0].Label, y.Children[1].Label},
+		"Next.Label":      {x.Children[1].Next.Label, y.Children[1].Next.Label},
+		"ByName value":    {x.ByName["x"].Label, y.ByName["x"].Label},
+		"Extra.Label":     {x.Extra.(*tree).Label, y.Extra.(*tree).Label},
+		"Counts value":    {x.Counts[1], y.Counts[1]},
+		"self repetition": {x.Children[0].Label, x.Children[1].Label},
+	} {
+		if !sameBytes(pair[0], pair[1]) {
+			t.Errorf("%s %q is not shared", what, pair[0])
+		}
+	}
+	if sameBytes(x.private, y.private) {
+		t.Error("an unexported field was interned")
+	}
+	if want := newTree(); !reflect.DeepEqual(x, want) {
+		t.Errorf("interned tree differs: %+v", x)
+	}
+}
+
+func TestObjectLeavesWhatItCannotChangeAlone(t *testing.T) {
+	tab := NewTable()
+	for _, v := range []any{nil, (*corev1.Pod)(nil), (*unstructured.Unstructured)(nil), corev1.Pod{}, "text", 42, map[string]string{"a": "b"}} {
+		if got := tab.Object(v); !reflect.DeepEqual(got, v) {
+			t.Errorf("Object(%#v) = %#v", v, got)
+		}
+	}
+	if out, err := tab.Transform(&corev1.Pod{}); err != nil || out == nil {
+		t.Errorf("Transform = %v, %v", out, err)
+	}
+}

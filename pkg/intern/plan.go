@@ -1,0 +1,284 @@
+package intern
+
+import (
+	"reflect"
+	"sync"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A plan says where the strings of a value of one type are: the string
+// fields to intern, and the pointers, slices, maps and interfaces to follow
+// to more of them. Structs embedded by value are flattened into their
+// parent's plan, so walking an ObjectMeta inside a Pod costs no call.
+// Plans are built once per type by reflection; walking them needs none
+// except for maps and interfaces.
+type plan struct {
+	ops   []op
+	size  uintptr // of the type, to step through slices
+	ready bool    // ops is complete (false while a recursive type is built)
+}
+
+type opKind uint8
+
+const (
+	opString    opKind = iota // a string (or a named string type)
+	opPointer                 // a pointer: follow it with elem
+	opSlice                   // a slice: walk each element with elem
+	opMap                     // a map of type typ
+	opInterface               // an interface of type typ
+)
+
+type op struct {
+	kind opKind
+	off  uintptr      // from the start of the value
+	elem *plan        // opPointer, opSlice
+	typ  reflect.Type // opSlice, opMap, opInterface
+}
+
+// minTrim is the spare capacity, in bytes, from which a slice is copied to
+// one of its exact length. Decoders grow slices by appending: five RoleBinding
+// subjects sit in room for eight.
+const minTrim = 32
+
+// unique fields: values that identify one object, never shared between
+// objects; interning them would cost a table entry each and save nothing.
+var uniqueFields = map[reflect.Type]map[string]bool{
+	reflect.TypeFor[metav1.ObjectMeta](): {"Name": true, "UID": true, "ResourceVersion": true, "SelfLink": true},
+	reflect.TypeFor[metav1.ListMeta]():   {"ResourceVersion": true, "Continue": true, "SelfLink": true},
+}
+
+// opaque types hold no string worth interning: a Quantity's Format is one
+// of its package's constants, which cost no memory as they are.
+var opaque = map[reflect.Type]bool{
+	reflect.TypeFor[resource.Quantity](): true,
+}
+
+var (
+	// plans holds the finished plans by type: read without locks.
+	plans sync.Map // reflect.Type -> *plan
+	// building serialises plan construction; recursive types refer to
+	// their own plan while it is being built.
+	building sync.Mutex
+)
+
+// planFor returns the plan of t, building it (and the plans it refers to)
+// the first time.
+func planFor(t reflect.Type) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	building.Lock()
+	defer building.Unlock()
+	b := planBuilder{pending: map[reflect.Type]*plan{}}
+	p := b.plan(t)
+	for typ, built := range b.pending {
+		plans.Store(typ, built)
+	}
+	return p
+}
+
+type planBuilder struct {
+	// pending holds the plans built in this call, published together at
+	// the end so that no reader sees one whose recursion is unfinished.
+	pending map[reflect.Type]*plan
+}
+
+func (b *planBuilder) plan(t reflect.Type) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	if p, ok := b.pending[t]; ok {
+		return p // recursive: filled in by the caller up the stack
+	}
+	p := &plan{size: t.Size()}
+	b.pending[t] = p
+	p.ops = b.ops(t, 0)
+	p.ready = true
+	return p
+}
+
+// ops returns the operations that walk a value of type t at offset off.
+func (b *planBuilder) ops(t reflect.Type, off uintptr) []op {
+	switch t.Kind() {
+	case reflect.String:
+		return []op{{kind: opString, off: off}}
+	case reflect.Struct:
+		if opaque[t] {
+			return nil
+		}
+		var ops []op
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() || uniqueFields[t][f.Name] {
+				continue
+			}
+			ops = append(ops, b.ops(f.Type, off+f.Offset)...)
+		}
+		return ops
+	case reflect.Array:
+		var ops []op
+		for i := range t.Len() {
+			ops = append(ops, b.ops(t.Elem(), off+uintptr(i)*t.Elem().Size())...)
+		}
+		return ops
+	case reflect.Pointer:
+		if elem := b.plan(t.Elem()); mayHoldStrings(elem) {
+			return []op{{kind: opPointer, off: off, elem: elem}}
+		}
+	case reflect.Slice:
+		if elem := b.plan(t.Elem()); mayHoldStrings(elem) {
+			return []op{{kind: opSlice, off: off, elem: elem, typ: t}}
+		}
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String || mayHoldStrings(b.plan(t.Elem())) {
+			return []op{{kind: opMap, off: off, typ: t}}
+		}
+	case reflect.Interface:
+		return []op{{kind: opInterface, off: off, typ: t}}
+	}
+	return nil // numbers, bools, byte slices, channels, funcs, ...
+}
+
+// mayHoldStrings reports whether a plan may find strings: it has
+// operations, or it is still being built (a recursive type).
+func mayHoldStrings(p *plan) bool {
+	return !p.ready || len(p.ops) > 0
+}
+
+// walk interns the strings of the value at ptr, of the type p was built for.
+func (t *Table) walk(ptr unsafe.Pointer, p *plan) {
+	for i := range p.ops {
+		o := &p.ops[i]
+		field := unsafe.Add(ptr, o.off)
+		switch o.kind {
+		case opString:
+			s := (*string)(field)
+			if c := t.String(*s); unsafe.StringData(c) != unsafe.StringData(*s) {
+				*s = c
+			}
+		case opPointer:
+			if elem := *(*unsafe.Pointer)(field); elem != nil {
+				t.walk(elem, o.elem)
+			}
+		case opSlice:
+			s := (*sliceHeader)(field)
+			if uintptr(s.cap-s.len)*o.elem.size >= minTrim {
+				trim(reflect.NewAt(o.typ, field).Elem())
+			}
+			for j := range s.len {
+				t.walk(unsafe.Add(s.data, uintptr(j)*o.elem.size), o.elem)
+			}
+		case opMap:
+			t.walkMap(reflect.NewAt(o.typ, field).Elem())
+		case opInterface:
+			t.walkInterface(reflect.NewAt(o.typ, field).Elem())
+		}
+	}
+}
+
+// trim replaces the slice s by a copy without spare capacity, as DeepCopy
+// would make it.
+func trim(s reflect.Value) {
+	c := reflect.MakeSlice(s.Type(), s.Len(), s.Len())
+	reflect.Copy(c, s)
+	s.Set(c)
+}
+
+// sliceHeader is the memory layout of every slice.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+var stringMapType = reflect.TypeFor[map[string]string]()
+
+// walkMap interns the keys and values of the map m. Assigning to an existing
+// key replaces the key the map holds with the one given, which is how the
+// canonical key gets in.
+func (t *Table) walkMap(m reflect.Value) {
+	if m.IsNil() {
+		return
+	}
+	switch m.Type() {
+	case stringMapType: // labels, annotations, data: the common case, without reflection
+		mm := m.Interface().(map[string]string)
+		for k, v := range mm {
+			ck, cv := t.String(k), t.String(v)
+			if unsafe.StringData(ck) != unsafe.StringData(k) || unsafe.StringData(cv) != unsafe.StringData(v) {
+				mm[ck] = cv
+			}
+		}
+		return
+	case jsonObjectType:
+		t.jsonObject(m.Interface().(map[string]any), false)
+		return
+	}
+	kt, et := m.Type().Key(), m.Type().Elem()
+	stringKeys := kt.Kind() == reflect.String
+	elem := planFor(et)
+	if !stringKeys && len(elem.ops) == 0 {
+		return
+	}
+	iter := m.MapRange()
+	for iter.Next() {
+		k, v := iter.Key(), iter.Value()
+		changed := false
+		if stringKeys {
+			s := k.String()
+			if c := t.String(s); unsafe.StringData(c) != unsafe.StringData(s) {
+				k, changed = reflect.ValueOf(c).Convert(kt), true
+			}
+		}
+		if len(elem.ops) > 0 {
+			// Map elements are not addressable: walk a copy and store it.
+			c := reflect.New(et).Elem()
+			c.Set(v)
+			t.walk(c.Addr().UnsafePointer(), elem)
+			v, changed = c, true
+		}
+		if changed {
+			m.SetMapIndex(k, v)
+		}
+	}
+}
+
+var jsonObjectType = reflect.TypeFor[map[string]any]()
+
+// walkInterface interns what the interface v holds: a struct behind a
+// pointer, a map, a slice's elements or, by replacing it, a string.
+func (t *Table) walkInterface(v reflect.Value) {
+	if v.IsNil() {
+		return
+	}
+	switch x := v.Interface().(type) {
+	case string:
+		if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
+			v.Set(reflect.ValueOf(c))
+		}
+		return
+	case map[string]any:
+		t.jsonObject(x, false)
+		return
+	case []any:
+		t.jsonArray(x)
+		return
+	}
+	e := v.Elem()
+	switch e.Kind() {
+	case reflect.Pointer:
+		if !e.IsNil() {
+			t.walk(e.UnsafePointer(), planFor(e.Type().Elem()))
+		}
+	case reflect.Map:
+		t.walkMap(e)
+	case reflect.Slice:
+		if p := planFor(e.Type().Elem()); len(p.ops) > 0 {
+			for j := range e.Len() {
+				t.walk(e.Index(j).Addr().UnsafePointer(), p)
+			}
+		}
+	}
+}

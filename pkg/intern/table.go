@@ -1,0 +1,170 @@
+package intern
+
+import (
+	"hash/maphash"
+	"maps"
+	"strings"
+	"sync"
+	"unsafe"
+	"weak"
+)
+
+// shards spreads a table over independently locked parts, so that informers
+// interning at the same time rarely wait for each other.
+const shards = 16
+
+// minSweep is the number of entries a shard holds before its first sweep.
+const minSweep = 256
+
+// Table is a set of canonical strings. Interning a string returns the one
+// instance of its value the table holds, so that equal strings of many
+// objects share their bytes.
+//
+// A value gets an entry when it is seen the second time; the first time,
+// the table only notes its hash, and the string keeps its own copy. An entry
+// costs more than most strings it saves (about 90 bytes), so values that
+// only one object has (names, IPs, IDs) are better left alone. The table
+// forgets values it has seen once when a shard has noted as many of them as
+// it holds entries.
+//
+// The table holds its strings weakly: an entry lives as long as some string
+// anywhere in the process still points at its bytes (a stored object, a
+// handler's copy, ...). Once none does, the garbage collector frees the
+// bytes and the table drops the entry the next time it sweeps, which it does
+// whenever a shard has doubled since its last sweep. So the table never
+// holds more than about twice the distinct strings in use, however objects
+// churn.
+//
+// Unlike the unique package, whose entries live only as long as their
+// Handles, the table keys liveness on the string bytes themselves: objects
+// hold plain strings, not Handles, and would lose their sharing at the first
+// garbage collection with unique.Make(s).Value().
+//
+// A Table is safe for concurrent use. The zero value is not usable: call
+// NewTable.
+type Table struct {
+	seed   maphash.Seed
+	shards [shards]shard
+}
+
+type shard struct {
+	mu      sync.Mutex
+	entries map[uint64]entry // by hash of the value
+	sweepAt int              // sweep when entries reaches this size
+	// seen holds the hashes of values seen once, not yet interned.
+	seen map[uint64]struct{}
+	_    [32]byte // keep shards on separate cache lines
+}
+
+// entry is a canonical string, held weakly through its first byte.
+type entry struct {
+	data weak.Pointer[byte]
+	len  int
+}
+
+// weakBytes points weakly at the bytes of s, which must be on the heap.
+func weakBytes(s string) weak.Pointer[byte] { return weak.Make(unsafe.StringData(s)) }
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	t := &Table{seed: maphash.MakeSeed()}
+	for i := range t.shards {
+		t.shards[i].entries = map[uint64]entry{}
+		t.shards[i].seen = map[uint64]struct{}{}
+		t.shards[i].sweepAt = minSweep
+	}
+	return t
+}
+
+var defaultTable = NewTable()
+
+// Default returns the process-wide table that informer.WithInterning uses.
+// Sharing one table lets objects of different informers share strings too.
+func Default() *Table { return defaultTable }
+
+// String returns a string equal to s: s itself the first time its value is
+// seen, and from the second time on the canonical instance, whose bytes all
+// later equal strings interned in t share. The canonical instance is a copy
+// the table makes, so that it never pins a larger buffer s may be part of.
+// The empty string is returned as is.
+func (t *Table) String(s string) string {
+	if s == "" {
+		return s
+	}
+	h := maphash.String(t.seed, s)
+	sh := &t.shards[h%shards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e, ok := sh.entries[h]; ok {
+		if p := e.data.Value(); p != nil {
+			if c := unsafe.String(p, e.len); c == s {
+				return c
+			}
+			// Another value with the same 64-bit hash: leave s unshared
+			// rather than chain entries for an event this rare.
+			return s
+		}
+	}
+	if _, ok := sh.seen[h]; !ok {
+		if len(sh.seen) >= max(minSweep, len(sh.entries)) {
+			// Forget values seen once long ago, in a new map: clear would
+			// keep the old one's room.
+			sh.seen = make(map[uint64]struct{}, minSweep)
+		}
+		sh.seen[h] = struct{}{}
+		return s
+	}
+	delete(sh.seen, h)
+	c := strings.Clone(s)
+	sh.entries[h] = entry{data: weakBytes(c), len: len(c)}
+	if len(sh.entries) >= sh.sweepAt {
+		sh.sweep()
+	}
+	return c
+}
+
+// sweep drops the entries whose strings the garbage collector has freed and
+// sets the size of the next sweep to twice what is left, so that sweeping
+// costs O(1) per interned value.
+func (sh *shard) sweep() {
+	before := len(sh.entries)
+	for h, e := range sh.entries {
+		if e.data.Value() == nil {
+			delete(sh.entries, h)
+		}
+	}
+	if len(sh.entries) < before/4 {
+		// Most entries went: move the rest to a map of their size, as
+		// maps never shrink (and maps.Clone keeps the room too).
+		live := make(map[uint64]entry, len(sh.entries))
+		maps.Copy(live, sh.entries)
+		sh.entries = live
+	}
+	sh.sweepAt = max(minSweep, 2*len(sh.entries))
+}
+
+// Len returns the number of entries the table holds: the distinct strings in
+// use, plus those freed since their shard's last sweep.
+func (t *Table) Len() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += len(sh.entries)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Sweep drops, in every shard, the entries whose strings have been freed.
+// The table sweeps by itself as it grows; Sweep is for callers that want
+// to release the entries' own memory at once, after a large collection
+// went away.
+func (t *Table) Sweep() {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		sh.sweep()
+		sh.mu.Unlock()
+	}
+}

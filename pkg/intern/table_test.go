@@ -1,0 +1,151 @@
+package intern
+
+import (
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+)
+
+// copyOf returns a string equal to s in an allocation of its own.
+func copyOf(s string) string { return strings.Clone(s) }
+
+func sameBytes(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+func TestStringSharesFromTheSecondOccurrence(t *testing.T) {
+	tab := NewTable()
+	const v = "rbac.authorization.k8s.io"
+	first, second, third := copyOf(v), copyOf(v), copyOf(v)
+
+	if got := tab.String(first); !sameBytes(got, first) {
+		t.Error("the first occurrence of a value was replaced; it should stay as it is (seen once, no entry)")
+	}
+	if tab.Len() != 0 {
+		t.Errorf("table holds %d entries after one occurrence, want 0", tab.Len())
+	}
+	c2 := tab.String(second)
+	c3 := tab.String(third)
+	if c2 != v || c3 != v {
+		t.Fatalf("interned values %q, %q; want %q", c2, c3, v)
+	}
+	if !sameBytes(c2, c3) {
+		t.Error("the second and third occurrences do not share their bytes")
+	}
+	if sameBytes(c2, second) || sameBytes(c2, third) {
+		t.Error("the canonical instance is one of the caller's strings; the table must keep its own copy")
+	}
+	if tab.Len() != 1 {
+		t.Errorf("table holds %d entries, want 1", tab.Len())
+	}
+	if got := tab.String(c2); !sameBytes(got, c2) {
+		t.Error("interning the canonical instance returned another one")
+	}
+	if got := tab.String(""); got != "" {
+		t.Errorf("String(\"\") = %q", got)
+	}
+}
+
+// TestStringSurvivesHashCollisions plants an entry for another value under
+// the hash of v: String must return v itself, never the other value.
+func TestStringSurvivesHashCollisions(t *testing.T) {
+	tab := NewTable()
+	const v, other = "app.kubernetes.io/name", "app.kubernetes.io/part-of"
+	h := maphash.String(tab.seed, v)
+	sh := &tab.shards[h%shards]
+	canonical := copyOf(other)
+	sh.entries[h] = entry{data: weakBytes(canonical), len: len(canonical)}
+	for range 3 {
+		if got := tab.String(copyOf(v)); got != v {
+			t.Fatalf("String(%q) = %q under a hash collision", v, got)
+		}
+	}
+	runtime.KeepAlive(canonical)
+}
+
+func TestTableForgetsValuesNoOneUses(t *testing.T) {
+	tab := NewTable()
+	keep := make([]string, 0, 100)
+	for i := range 20000 {
+		v := fmt.Sprintf("value-nobody-keeps-%08d", i) // 27 bytes: no tiny allocation
+		tab.String(copyOf(v))
+		c := tab.String(copyOf(v)) // the second occurrence gets an entry
+		if i%200 == 0 {
+			keep = append(keep, c)
+		}
+	}
+	if n := tab.Len(); n < 100 {
+		t.Fatalf("table holds %d entries before GC, want at least the 100 kept", n)
+	}
+	runtime.GC()
+	tab.Sweep()
+	if n := tab.Len(); n != len(keep) {
+		t.Errorf("after GC and Sweep the table holds %d entries, want the %d still used", n, len(keep))
+	}
+	for _, c := range keep {
+		if got := tab.String(copyOf(c)); !sameBytes(got, c) {
+			t.Fatalf("value %q in use lost its canonical instance across a GC", c)
+		}
+	}
+	runtime.KeepAlive(keep)
+}
+
+// TestTableStaysBoundedAsValuesChurn interns ever new values, as objects
+// that come and go do, with garbage collections in between, and never
+// calls Sweep: the table must sweep by itself.
+func TestTableStaysBoundedAsValuesChurn(t *testing.T) {
+	tab := NewTable()
+	const total, perGC = 200000, 5000
+	largest := 0
+	for i := range total {
+		v := fmt.Sprintf("churned-value-%010d", i)
+		tab.String(copyOf(v))
+		tab.String(copyOf(v))
+		if i%perGC == perGC-1 {
+			runtime.GC()
+			largest = max(largest, tab.Len())
+		}
+	}
+	// Between two GCs up to perGC values are alive (not yet collected); a
+	// shard sweeps when it doubles, and holds minSweep entries at least.
+	if bound := 4*perGC + shards*minSweep; largest > bound {
+		t.Errorf("table grew to %d entries while %d distinct values churned, want at most %d", largest, total, bound)
+	}
+}
+
+func TestStringConcurrently(t *testing.T) {
+	tab := NewTable()
+	values := []string{"default", "kube-system", "Update", "FieldsV1", "apps/v1", "ReplicaSet"}
+	results := make([][]string, 8)
+	var wg sync.WaitGroup
+	for g := range results {
+		wg.Go(func() {
+			for i := range 3000 {
+				v := values[(i+g)%len(values)]
+				results[g] = append(results[g], tab.String(copyOf(v)))
+			}
+		})
+	}
+	wg.Wait()
+	canonical := map[string]string{}
+	for _, v := range values {
+		canonical[v] = tab.String(copyOf(v))
+	}
+	// Only the very first occurrence of each value, in whichever goroutine,
+	// may have been returned as it was given.
+	unshared := 0
+	for _, rs := range results {
+		for _, r := range rs {
+			if want := canonical[r]; r != want {
+				t.Fatalf("String returned %q, a value it was not given", r)
+			} else if !sameBytes(r, want) {
+				unshared++
+			}
+		}
+	}
+	if unshared > len(values) {
+		t.Errorf("%d results do not share the canonical instance, want at most %d (first occurrences)", unshared, len(values))
+	}
+}
