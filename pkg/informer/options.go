@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
+	"github.com/leaninformer/leaninformer/pkg/intern"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
@@ -40,6 +41,7 @@ type config struct {
 	metrics     *metrics.Metrics
 	resource    *schema.GroupVersionResource
 	syncWarning time.Duration
+	interner    *intern.Table // nil: no interning
 }
 
 // DefaultSyncWarningAfter is how long an informer waits for its first

@@ -83,7 +83,7 @@ var eventNames = map[listerwatcher.EventType]string{
 func (p *pipeline) startRestart(ev listerwatcher.Event) {
 	if p.transform == nil {
 		p.s.startedMu.Lock()
-		p.transform = checkedTransform(p.s.transform)
+		p.transform = p.s.cfg.storeTransform(checkedTransform(p.s.transform))
 		p.s.startedMu.Unlock()
 	}
 	p.s.indexer.StartRestart()
