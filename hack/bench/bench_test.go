@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,23 +32,46 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestBenchIndexInvertsNames(t *testing.T) {
-	for _, i := range []int{0, 9, 10, 12345, 99999} {
-		rb := roleBinding(i)
-		if got := benchIndex(rb.Namespace, rb.Name); got != i {
-			t.Errorf("benchIndex(%s/%s) = %d, want %d", rb.Namespace, rb.Name, got, i)
+func TestKindsIndexInvertsNames(t *testing.T) {
+	build := map[string]func(int) metav1.Object{
+		"rolebindings": func(i int) metav1.Object { return roleBinding(i) },
+		"configmaps":   func(i int) metav1.Object { return configMap(i) },
+		"pods":         func(i int) metav1.Object { return pod(i) },
+	}
+	for _, k := range kinds {
+		if k2, err := findKind(k.resource); err != nil || k2.title != k.title {
+			t.Errorf("findKind(%q) = %v, %v", k.resource, k2.title, err)
 		}
-		if n := len(rb.Subjects); n < 3 || n > 5 {
-			t.Errorf("object %d has %d subjects, want 3 to 5", i, n)
+		for _, i := range []int{0, 9, 10, 12345, 99999} {
+			o := build[k.resource](i)
+			if got := k.index(o.GetNamespace(), o.GetName()); got != i {
+				t.Errorf("%s: index(%s/%s) = %d, want %d", k.resource, o.GetNamespace(), o.GetName(), got, i)
+			}
+			if !isBench(o) {
+				t.Errorf("%s %d lacks the bench label", k.resource, i)
+			}
 		}
-		if !isBench(rb) {
-			t.Errorf("object %d lacks the bench label", i)
+		other := 1 // an object in another namespace than object 0's
+		for k.namespace(other) == k.namespace(0) {
+			other++
+		}
+		name0 := k.name(0)
+		for _, nn := range [][2]string{
+			{k.namespace(other), name0}, {"default", name0}, {k.namespace(0), "x"},
+			{k.namespace(0), name0[:len(name0)-1] + "x"}, {k.namespace(0), name0 + "0"},
+		} {
+			if got := k.index(nn[0], nn[1]); got != -1 {
+				t.Errorf("%s: index(%s/%s) = %d, want -1", k.resource, nn[0], nn[1], got)
+			}
 		}
 	}
-	for _, nn := range [][2]string{{nsName(1), rbName(2)}, {"default", rbName(0)}, {nsName(0), "rb-x"}, {nsName(0), "rb-0"}} {
-		if got := benchIndex(nn[0], nn[1]); got != -1 {
-			t.Errorf("benchIndex(%s/%s) = %d, want -1", nn[0], nn[1], got)
+	for _, i := range []int{0, 1, 2} {
+		if n := len(roleBinding(i).Subjects); n < 3 || n > 5 {
+			t.Errorf("RoleBinding %d has %d subjects, want 3 to 5", i, n)
 		}
+	}
+	if _, err := findKind("secrets"); err == nil {
+		t.Error("findKind(secrets) succeeded")
 	}
 }
 
@@ -164,7 +189,7 @@ func TestChartIsValidSVG(t *testing.T) {
 
 // smokeVariants are what TestSmoke runs besides the floor: those of them
 // this build has.
-const smokeVariants = "^(client-go-list|ours-listwatch)$"
+const smokeVariants = "^(client-go-list|ours-listwatch|ours-listwatch-intern)$"
 
 // TestSmoke runs the whole benchmark on a few objects against envtest, as
 // --kubeconfig: the children (this test binary, see TestMain) must sync,
@@ -202,7 +227,7 @@ func TestSmoke(t *testing.T) {
 		{30, "30 of 30 bench RoleBindings exist, creating 0, deleting 10"},
 	} {
 		log.Reset()
-		total, err := populate(ctx, cs, step.n, 8, newProgress(&log))
+		total, err := populate(ctx, cs, roleBindings, step.n, 8, newProgress(&log))
 		if err != nil {
 			t.Fatalf("populate(%d): %v", step.n, err)
 		}
@@ -212,7 +237,7 @@ func TestSmoke(t *testing.T) {
 	}
 
 	o := options{
-		objects: 30, runs: 1, pageSize: 7, gogc: 100,
+		kind: roleBindings, objects: 30, runs: 1, pageSize: 7, gogc: 100,
 		kubeconfig: writeAdminKubeconfig(t, cl.cfg),
 		variants:   smokeVariants,
 		out:        t.TempDir(), memLimit: true, workers: 8, interval: 2 * time.Millisecond,
@@ -276,6 +301,30 @@ func TestSmoke(t *testing.T) {
 		if err != nil || xml.Unmarshal(svg, new(struct{})) != nil {
 			t.Errorf("%s missing or not XML: %v", chart, err)
 		}
+	}
+
+	// The other kinds: the API server takes their objects as built (Pods
+	// with the status a kubelet sets), and a child lists them.
+	for _, k := range []objectKind{configMaps, pods} {
+		if _, err := populate(ctx, cs, k, 12, 8, newProgress(&log)); err != nil {
+			t.Fatalf("populate 12 %s: %v", k.title, err)
+		}
+		o.kind, o.objects, o.variants, o.memLimit, o.out = k, 12, "^ours-listwatch-intern$", false, t.TempDir()
+		stdout.Reset()
+		stderr.Reset()
+		if err := run(ctx, o, &stdout, &stderr); err != nil {
+			t.Fatalf("run --kind %s: %v\nstderr:\n%s", k.resource, err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "| ours-listwatch-intern relist |") || !strings.Contains(stdout.String(), "12 bench "+k.title) {
+			t.Errorf("run --kind %s printed no interning rows for 12 %s:\n%s", k.resource, k.title, stdout.String())
+		}
+	}
+	p, err := cs.CoreV1().Pods(podNamespace(3)).Get(ctx, podName(3), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) != 1 || len(p.ManagedFields) != 2 || p.OwnerReferences[0].Kind != "ReplicaSet" {
+		t.Errorf("pod %s/%s lacks its running status, owner or its 2 field managers: %+v", p.Namespace, p.Name, p)
 	}
 }
 

@@ -12,19 +12,17 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/memstat"
@@ -52,9 +50,10 @@ const (
 
 type childOptions struct {
 	variant    string
+	kind       string
 	kubeconfig string
-	// benchObjects is the number of bench RoleBindings the cluster holds;
-	// total all RoleBindings (the floor's slice capacity).
+	// benchObjects is the number of bench objects the cluster holds; total
+	// all objects of the kind (the floor's slice capacity).
 	benchObjects, total int
 	pageSize            int64
 	interval            time.Duration
@@ -67,9 +66,10 @@ func childMain(args []string) int {
 	var o childOptions
 	fs := flag.NewFlagSet("bench "+childFlag, flag.ContinueOnError)
 	fs.StringVar(&o.variant, "variant", "", "variant to measure")
+	fs.StringVar(&o.kind, "kind", roleBindings.resource, "kind of objects to list: "+strings.Join(kindNames(), ", "))
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the (proxied) cluster")
-	fs.IntVar(&o.benchObjects, "bench-objects", 0, "bench RoleBindings in the cluster")
-	fs.IntVar(&o.total, "total", 0, "RoleBindings in the cluster")
+	fs.IntVar(&o.benchObjects, "bench-objects", 0, "bench objects in the cluster")
+	fs.IntVar(&o.total, "total", 0, "objects of the kind in the cluster")
 	fs.Int64Var(&o.pageSize, "page-size", 500, "LIST page size")
 	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
@@ -92,6 +92,7 @@ func childMain(args []string) int {
 type child struct {
 	opts childOptions
 	v    variant
+	kind objectKind
 	cs   kubernetes.Interface
 	lw   toolscache.ListerWatcher
 	ctl  *control
@@ -108,6 +109,10 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	if err != nil {
 		return err
 	}
+	k, err := findKind(o.kind)
+	if err != nil {
+		return err
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", o.kubeconfig, err)
@@ -117,12 +122,12 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	cfg.ContentType = apiruntime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = apiruntime.ContentTypeProtobuf + "," + apiruntime.ContentTypeJSON
 	cfg.QPS, cfg.Burst = 1000, 2000
-	c := &child{opts: o, v: v, ctl: &control{in: bufio.NewReader(in), out: out}}
+	c := &child{opts: o, v: v, kind: k, ctl: &control{in: bufio.NewReader(in), out: out}}
 	cfg.Wrap(c.countRequests)
 	if c.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	c.lw = listWatch(c.cs)
+	c.lw = k.listWatch(c.cs)
 
 	var phases []Phase
 	switch v.kind {
@@ -142,20 +147,6 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	}
 	_, err = fmt.Fprintf(out, "%s%s\n", msgResult, b)
 	return err
-}
-
-// listWatch is the ListerWatcher client-go's generated informers build for
-// RoleBindings in all namespaces.
-func listWatch(cs kubernetes.Interface) toolscache.ListerWatcher {
-	rbs := cs.RbacV1().RoleBindings(metav1.NamespaceAll)
-	return toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (apiruntime.Object, error) {
-			return rbs.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return rbs.Watch(ctx, opts)
-		},
-	}, cs)
 }
 
 func (c *child) countRequests(rt http.RoundTripper) http.RoundTripper {
@@ -191,8 +182,8 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 	if err != nil {
 		return nil, fmt.Errorf("add event handler: %w", err)
 	}
-	if c.v.strip {
-		if err := inf.SetTransform(crcache.TransformStripManagedFields()); err != nil {
+	if transform := c.v.transform(); transform != nil {
+		if err := inf.SetTransform(transform); err != nil {
 			return nil, fmt.Errorf("set transform: %w", err)
 		}
 	}
@@ -287,7 +278,7 @@ func (c *child) runNoStore(ctx context.Context) ([]Phase, error) {
 		}
 	} else {
 		sink := &discardStore{replaced: make(chan struct{})}
-		r := toolscache.NewReflectorWithOptions(c.lw, &rbacv1.RoleBinding{}, sink, toolscache.ReflectorOptions{})
+		r := toolscache.NewReflectorWithOptions(c.lw, c.kind.example(), sink, toolscache.ReflectorOptions{})
 		go r.RunWithContext(runCtx)
 		seen, synced = sink.seen, sink.replaced
 	}
@@ -297,7 +288,7 @@ func (c *child) runNoStore(ctx context.Context) ([]Phase, error) {
 	p := w.stop(base, c.v.name)
 	total, bench := seen()
 	if bench != c.opts.benchObjects {
-		return nil, fmt.Errorf("saw %d bench RoleBindings, want %d", bench, c.opts.benchObjects)
+		return nil, fmt.Errorf("saw %d bench %s, want %d", bench, c.kind.title, c.opts.benchObjects)
 	}
 	p.Objects = total
 	p.Requests = c.requests.Counts()
@@ -315,17 +306,14 @@ func (c *child) runFloor(ctx context.Context) ([]Phase, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs := make([]*rbacv1.RoleBinding, 0, c.opts.total)
+	objs := make([]apiruntime.Object, 0, c.opts.total)
 	for cont := ""; ; {
-		page, err := c.cs.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: c.opts.pageSize, Continue: cont})
+		items, next, err := c.kind.listPage(ctx, c.cs, metav1.ListOptions{Limit: c.opts.pageSize, Continue: cont})
 		if err != nil {
-			return nil, fmt.Errorf("list RoleBindings: %w", err)
+			return nil, err
 		}
-		for i := range page.Items {
-			rb := page.Items[i] // a copy: the page's array can go
-			objs = append(objs, &rb)
-		}
-		if cont = page.Continue; cont == "" {
+		objs = append(objs, items...)
+		if cont = next; cont == "" {
 			break
 		}
 	}
@@ -347,7 +335,7 @@ func (c *child) runFloor(ctx context.Context) ([]Phase, error) {
 	return []Phase{p}, nil
 }
 
-// countObjects returns len(objs) after checking that the bench RoleBindings
+// countObjects returns len(objs) after checking that the bench objects
 // among them are all there.
 func (c *child) countObjects(objs []any) (int, error) {
 	bench := 0
@@ -357,14 +345,9 @@ func (c *child) countObjects(objs []any) (int, error) {
 		}
 	}
 	if bench != c.opts.benchObjects {
-		return 0, fmt.Errorf("holding %d bench RoleBindings, want %d", bench, c.opts.benchObjects)
+		return 0, fmt.Errorf("holding %d bench %s, want %d", bench, c.kind.title, c.opts.benchObjects)
 	}
 	return len(objs), nil
-}
-
-func isBench(o any) bool {
-	rb, ok := o.(*rbacv1.RoleBinding)
-	return ok && rb.Labels[benchLabel] == benchLabelValue
 }
 
 // countingHandler counts notifications, as cheaply as a handler that
@@ -479,5 +462,5 @@ func (c *child) newInformer() (toolscache.SharedIndexInformer, error) {
 	if c.v.ours {
 		return c.newOursInformer(opts)
 	}
-	return toolscache.NewSharedIndexInformerWithOptions(c.lw, &rbacv1.RoleBinding{}, opts), nil
+	return toolscache.NewSharedIndexInformerWithOptions(c.lw, c.kind.example(), opts), nil
 }

@@ -6,7 +6,8 @@
 // size. `make bench` runs it; see the README's "Benchmark" section.
 //
 // It starts kube-apiserver and etcd through envtest (or uses --kubeconfig),
-// populates --objects RoleBindings, then re-executes itself with a hidden
+// populates --objects objects of --kind (RoleBindings, ConfigMaps or Pods),
+// then re-executes itself with a hidden
 // --child flag once per variant and run. Children reach the API server
 // through a fault-injecting proxy (internal/faultproxy) in this process,
 // which forces the relists and counts the requests, so that every row can be
@@ -26,6 +27,7 @@ import (
 )
 
 type options struct {
+	kind        objectKind
 	objects     int
 	runs        int
 	pageSize    int64
@@ -52,7 +54,9 @@ func parentMain(args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&o.objects, "objects", 10000, "RoleBindings to populate and list")
+	kind := fs.String("kind", roleBindings.resource, "kind of objects to populate and list: "+strings.Join(kindNames(), ", ")+
+		" (pods get a node name and a running status, so use them with envtest, where no controller acts on them)")
+	fs.IntVar(&o.objects, "objects", 10000, "objects to populate and list")
 	fs.IntVar(&o.runs, "runs", 3, "child runs per variant; the median is reported")
 	fs.Int64Var(&o.pageSize, "page-size", 500, "LIST page size of paginated strategies and the floor")
 	fs.IntVar(&o.gogc, "gogc", 100, "GOGC of the children")
@@ -70,6 +74,12 @@ func parentMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench: --objects, --runs and --populate-workers must be positive, --page-size not negative")
 		return 2
 	}
+	k, err := findKind(*kind)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
+	}
+	o.kind = k
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: find own executable for the children: %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
@@ -30,7 +31,10 @@ type Phase struct {
 	// SteadyHeap is the heap after two full GCs at the end of the window.
 	SteadyHeap int64 `json:"steadyHeapBytes"`
 	// PeakRSS is the process's VmHWM (absolute), reset at the window start.
-	PeakRSS      uint64  `json:"peakRSSBytes"`
+	PeakRSS uint64 `json:"peakRSSBytes"`
+	// CPUSeconds is the process's CPU time (user and system, all threads)
+	// over the window: decoding, storing, handlers, GC and the heap sampler.
+	CPUSeconds   float64 `json:"cpuSeconds"`
 	GCCPUSeconds float64 `json:"gcCPUSeconds"`
 	GCs          uint64  `json:"gcs"`
 	// Objects is what the store holds, or, without store, how many objects
@@ -55,16 +59,16 @@ func measureBaseline() baseline {
 
 // window is one measured stretch of a child's life.
 type window struct {
-	sampler *memstat.Sampler
-	gcCPU0  float64
-	start   time.Time
+	sampler      *memstat.Sampler
+	cpu0, gcCPU0 float64
+	start        time.Time
 }
 
 func startWindow(interval time.Duration) (*window, error) {
 	if err := resetPeakRSS(); err != nil {
 		return nil, err
 	}
-	return &window{gcCPU0: gcCPUSeconds(), start: time.Now(), sampler: memstat.Start(interval)}, nil
+	return &window{cpu0: processCPUSeconds(), gcCPU0: gcCPUSeconds(), start: time.Now(), sampler: memstat.Start(interval)}, nil
 }
 
 // stop ends the window and returns its figures; SyncSeconds runs from the
@@ -76,6 +80,7 @@ func (w *window) stop(base baseline, row string) Phase {
 	peak := w.sampler.Stop()
 	rss, _ := procStatus("VmHWM")
 	gcCPU := gcCPUSeconds() - w.gcCPU0
+	cpu := processCPUSeconds() - w.cpu0
 	steady := memstat.HeapAfterGC()
 	return Phase{
 		Row:             row,
@@ -84,6 +89,7 @@ func (w *window) stop(base baseline, row string) Phase {
 		PeakLive:        rel(max(peak.Live, liveHeap()), base.heap),
 		SteadyHeap:      rel(steady, base.heap),
 		PeakRSS:         rss,
+		CPUSeconds:      cpu,
 		GCCPUSeconds:    gcCPU,
 		GCs:             peak.GCs,
 		BaselineHeap:    base.heap,
@@ -131,6 +137,15 @@ func liveHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// processCPUSeconds is the CPU time the process has used, all threads.
+func processCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func gcCPUSeconds() float64 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -24,10 +23,15 @@ func (c *child) newOursInformer(opts toolscache.SharedIndexInformerOptions) (too
 	if c.v.mode == streaming {
 		strategy = informer.StreamingList
 	}
-	return informer.NewSharedIndexInformerWithOptions(c.lw, &rbacv1.RoleBinding{}, opts,
+	options := []informer.Option{
 		informer.WithStrategy(strategy),
 		informer.WithPageSize(c.opts.pageSize),
-		informer.WithRelistReuse(true)), nil
+		informer.WithRelistReuse(true),
+	}
+	if c.v.intern {
+		options = append(options, informer.WithInterning())
+	}
+	return informer.NewSharedIndexInformerWithOptions(c.lw, c.kind.example(), opts, options...), nil
 }
 func (v variant) pipelineStrategy() listerwatcher.Strategy {
 	if v.mode == streaming {

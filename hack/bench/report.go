@@ -45,7 +45,10 @@ type Machine struct {
 
 // Report is everything results.json holds.
 type Report struct {
-	Command       string  `json:"command"`
+	Command string `json:"command"`
+	// Kind is the resource measured: rolebindings, configmaps or pods.
+	Kind          string  `json:"kind"`
+	Title         string  `json:"-"`
 	Date          string  `json:"date"`
 	Machine       Machine `json:"machine"`
 	ServerVersion string  `json:"serverVersion"`
@@ -63,6 +66,8 @@ type Report struct {
 func newReport(o options, vs []variant, phases []Phase, limit int64, total int, serverVersion string) *Report {
 	r := &Report{
 		Command:       o.commandLine,
+		Kind:          o.kind.resource,
+		Title:         o.kind.title,
 		Date:          time.Now().UTC().Format(time.RFC3339),
 		Machine:       machine(),
 		ServerVersion: serverVersion,
@@ -75,7 +80,7 @@ func newReport(o options, vs []variant, phases []Phase, limit int64, total int, 
 		AllRuns:       phases,
 	}
 	for _, lim := range r.limits() {
-		for group := range 5 {
+		for group := range 6 {
 			for _, v := range vs {
 				for i, name := range v.rows() {
 					if rowGroup(v, i == 1) != group {
@@ -121,6 +126,7 @@ func aggregate(name, desc string, limit int64, phases []Phase) (Row, bool) {
 		PeakLive:        int64(f(func(p Phase) float64 { return float64(p.PeakLive) })),
 		SteadyHeap:      int64(f(func(p Phase) float64 { return float64(p.SteadyHeap) })),
 		PeakRSS:         uint64(f(func(p Phase) float64 { return float64(p.PeakRSS) })),
+		CPUSeconds:      f(func(p Phase) float64 { return p.CPUSeconds }),
 		GCCPUSeconds:    f(func(p Phase) float64 { return p.GCCPUSeconds }),
 		GCs:             uint64(f(func(p Phase) float64 { return float64(p.GCs) })),
 		Objects:         int(f(func(p Phase) float64 { return float64(p.Objects) })),
@@ -195,6 +201,12 @@ func goals(r *Report) []Goal {
 	for _, p := range informers {
 		add("time to sync vs client-go", p.ours, p.theirs, 0, 1.1, sync, sync)
 	}
+	// Issue 10: interning against client-go's informer without it.
+	cpu := func(p Phase) float64 { return p.CPUSeconds / float64(max(1, p.Objects)) }
+	for _, p := range []pair{{"ours-listwatch-intern", "client-go-list"}, {"ours-stream-intern", "client-go"}} {
+		add("interning: steady store vs client-go", p.ours, p.theirs, 0, 0.75, steady, steady)
+		add("interning: CPU per object vs client-go", p.ours, p.theirs, 0, 1.5, cpu, cpu)
+	}
 	return gs
 }
 
@@ -212,10 +224,10 @@ func (r *Report) write(dir string, stdout io.Writer) error {
 	files := map[string][]byte{
 		"results.md":   []byte(md),
 		"results.json": append(js, '\n'),
-		"chart.svg":    chartSVG(fmt.Sprintf("Heap above baseline, %d RoleBindings, GOGC=%d (MiB, medians of %d runs)", r.Objects, r.GOGC, r.Runs), r.rowsWithLimit(0)),
+		"chart.svg":    chartSVG(fmt.Sprintf("Heap above baseline, %d %s, GOGC=%d (MiB, medians of %d runs)", r.Objects, r.Title, r.GOGC, r.Runs), r.rowsWithLimit(0)),
 	}
 	if r.MemLimit > 0 {
-		files["chart-memlimit.svg"] = chartSVG(fmt.Sprintf("Heap above baseline, %d RoleBindings, GOMEMLIMIT=%.0f MiB (MiB, medians of %d runs)", r.Objects, mib(r.MemLimit), r.Runs), r.rowsWithLimit(r.MemLimit))
+		files["chart-memlimit.svg"] = chartSVG(fmt.Sprintf("Heap above baseline, %d %s, GOMEMLIMIT=%.0f MiB (MiB, medians of %d runs)", r.Objects, r.Title, mib(r.MemLimit), r.Runs), r.rowsWithLimit(r.MemLimit))
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
@@ -247,14 +259,15 @@ func mib[T int64 | uint64 | float64](b T) float64 { return float64(b) / (1 << 20
 
 func (r *Report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## leaninformer vs client-go: %d RoleBindings\n\n", r.Objects)
+	fmt.Fprintf(&b, "## leaninformer vs client-go: %d %s\n\n", r.Objects, r.Title)
 	fmt.Fprintf(&b, "`%s` on %s (%d cores, %d GiB, Linux %s, %s), API server %s, %s.\n",
 		r.Command, r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.ServerVersion, r.Date)
-	fmt.Fprintf(&b, "%d bench RoleBindings in %d namespaces (%d in the cluster in all), protobuf on the wire, page size %d, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
-		r.Objects, benchNamespaces, r.TotalObjects, r.PageSize, r.GOGC, r.Runs)
+	fmt.Fprintf(&b, "%d bench %s in %d namespaces (%d in the cluster in all), protobuf on the wire, page size %d, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
+		r.Objects, r.Title, benchNamespaces, r.TotalObjects, r.PageSize, r.GOGC, r.Runs)
 	b.WriteString("Δ columns are heap MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns, in MiB). " +
 		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *steady*: heap after GC at the end; " +
 		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +
+		"*CPU s*: the process's CPU time in the window (user and system, all threads, GC included); *GC CPU s*: the Go runtime's estimate of its GC share. " +
 		"*sync*: seconds to synced and handler drained (relist rows: from the relist's first request until the handler has all of it). " +
 		"*objects*: in the store (rows without store: objects the list brought).\n\n")
 	for _, lim := range r.limits() {
@@ -263,13 +276,13 @@ func (r *Report) markdown() string {
 		} else {
 			fmt.Fprintf(&b, "### GOMEMLIMIT=%.0f MiB (1.5 x the floor + the baseline runtime memory)\n\n", mib(lim))
 		}
-		b.WriteString("| variant | sync s | peak heap Δ | peak live Δ | steady Δ | peak RSS | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| variant | sync s | peak heap Δ | peak live Δ | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, row := range r.rowsWithLimit(lim) {
 			m := row.Median
-			fmt.Fprintf(&b, "| %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.3f | %d | %d | %.1f | %.1f |\n",
+			fmt.Fprintf(&b, "| %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
 				row.Name, m.SyncSeconds, mib(float64(m.PeakHeap)), mib(float64(m.PeakLive)), mib(float64(m.SteadyHeap)),
-				mib(m.PeakRSS), m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
+				mib(m.PeakRSS), m.CPUSeconds, m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
 		}
 		b.WriteString("\n")
 	}
@@ -278,7 +291,7 @@ func (r *Report) markdown() string {
 		fmt.Fprintf(&b, "- `%s`: %s\n", row.Name, row.Desc)
 	}
 	if len(r.Goals) > 0 {
-		b.WriteString("\n### Goals of issue 7 (ours / theirs, measured in this run)\n\n| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
+		b.WriteString("\n### Goals of issues 7 and 10 (ours / theirs, measured in this run)\n\n| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
 		for _, g := range r.Goals {
 			met := "no"
 			if g.Met {

@@ -61,11 +61,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	if v, err := cs.Discovery().ServerVersion(); err == nil {
 		serverVersion = v.GitVersion
 	}
-	total, err := populate(ctx, cs, o.objects, o.workers, prog)
+	total, err := populate(ctx, cs, o.kind, o.objects, o.workers, prog)
 	if err != nil {
 		return err
 	}
-	prog.finish(fmt.Sprintf("populate: the cluster holds %d bench RoleBindings, %d in all (%s)", o.objects, total, since(started)))
+	prog.finish(fmt.Sprintf("populate: the cluster holds %d bench %s, %d in all (%s)", o.objects, o.kind.title, total, since(started)))
 
 	m := &measurer{o: o, admin: admin, total: total, prog: prog, dir: o.out}
 	m.jobs = len(selected) * o.runs
@@ -172,6 +172,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, m.o.exe, childFlag,
 		"--variant", v.name,
+		"--kind", m.o.kind.resource,
 		"--kubeconfig", kubeconfig,
 		"--bench-objects", strconv.Itoa(m.o.objects),
 		"--total", strconv.Itoa(m.total),
@@ -193,7 +194,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start child %s: %w", label, err)
 	}
-	phases, protoErr := talk(stdout, stdin, proxy)
+	phases, protoErr := talk(stdout, stdin, proxy, m.o.kind.resource)
 	if protoErr != nil {
 		cancel() // the child may be waiting for us
 	}
@@ -225,7 +226,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 
 // talk runs the parent's side of the protocol: it forces a relist when the
 // child asks and returns the child's result.
-func talk(stdout io.Reader, stdin io.WriteCloser, proxy *faultproxy.Proxy) ([]Phase, error) {
+func talk(stdout io.Reader, stdin io.WriteCloser, proxy *faultproxy.Proxy, resource string) ([]Phase, error) {
 	defer stdin.Close()
 	var phases []Phase
 	sc := bufio.NewScanner(stdout)
@@ -234,7 +235,7 @@ func talk(stdout io.Reader, stdin io.WriteCloser, proxy *faultproxy.Proxy) ([]Ph
 		line := sc.Text()
 		switch {
 		case line == msgRelist:
-			if err := forceRelist(proxy); err != nil {
+			if err := forceRelist(proxy, resource); err != nil {
 				return nil, err
 			}
 			if _, err := fmt.Fprintln(stdin, msgGo); err != nil {
@@ -251,15 +252,15 @@ func talk(stdout io.Reader, stdin io.WriteCloser, proxy *faultproxy.Proxy) ([]Ph
 	return phases, sc.Err()
 }
 
-// forceRelist makes the child relist: the next RoleBinding watch gets 410
+// forceRelist makes the child relist: the next watch of resource gets 410
 // Gone, and the open one is cut so that the client opens that next one.
-func forceRelist(p *faultproxy.Proxy) error {
-	watches := faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: "rolebindings"}
+func forceRelist(p *faultproxy.Proxy, resource string) error {
+	watches := faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: resource}
 	if _, err := p.Inject(faultproxy.Rule{Match: watches, Fault: faultproxy.Fault{Kind: faultproxy.Gone}, Times: 1}); err != nil {
 		return err
 	}
 	if n := p.CutWatches(watches); n == 0 {
-		return errors.New("force relist: the child has no RoleBinding watch open")
+		return fmt.Errorf("force relist: the child has no %s watch open", resource)
 	}
 	return nil
 }

@@ -5,7 +5,11 @@ import (
 	"regexp"
 	"slices"
 
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
+	"github.com/leaninformer/leaninformer/pkg/intern"
 )
 
 // kind is what a variant's child process runs.
@@ -45,6 +49,20 @@ type variant struct {
 	relist bool
 	// strip: controller-runtime's TransformStripManagedFields transform.
 	strip bool
+	// intern: interning on (ours: informer.WithInterning; client-go: the
+	// interning table's Transform as its transform).
+	intern bool
+}
+
+// transform is the transform the child sets on the variant's informer.
+func (v variant) transform() toolscache.TransformFunc {
+	switch {
+	case v.strip:
+		return crcache.TransformStripManagedFields()
+	case v.intern && !v.ours:
+		return intern.Default().Transform
+	}
+	return nil
 }
 
 // env is the extra environment of the variant's child.
@@ -91,16 +109,24 @@ func variants() []variant {
 			desc: "client-go informer (streaming list) with TransformStripManagedFields"},
 		{name: "ours-stream-strip", kind: informerKind, ours: true, mode: streaming, strip: true,
 			desc: "leaninformer informer (StreamingList) with TransformStripManagedFields"},
+		{name: "ours-stream-intern", kind: informerKind, ours: true, mode: streaming, relist: true, intern: true,
+			desc: "leaninformer informer (StreamingList) with WithInterning"},
+		{name: "ours-listwatch-intern", kind: informerKind, ours: true, mode: listing, relist: true, intern: true,
+			desc: "leaninformer informer (ListWatch) with WithInterning"},
+		{name: "client-go-intern", kind: informerKind, mode: streaming, intern: true,
+			desc: "client-go informer (streaming list) with intern.Default().Transform as its transform"},
 	}
 	return slices.DeleteFunc(all, func(v variant) bool { return v.ours && !oursBuilt(v.kind) })
 }
 
 // rowGroup orders the table: the floor, initial syncs, relists, rows
-// without store, transforms.
+// without store, transforms, interning.
 func rowGroup(v variant, relistRow bool) int {
 	switch {
 	case v.kind == floorKind:
 		return 0
+	case v.intern:
+		return 5
 	case relistRow:
 		return 2
 	case v.kind == noStoreKind:
