@@ -17,8 +17,8 @@
 //
 // The table holds its strings weakly and forgets them once no object uses
 // them, so it stays bounded as objects churn. A value is shared from its
-// second occurrence on: values that only one object has (names, UIDs, IPs)
-// cost no entry.
+// third occurrence on: values that only one or two objects have (names,
+// UIDs, IPs) cost no entry.
 //
 // informer.WithInterning turns it on for this project's informer; for
 // client-go's, set the table's Transform as the informer's transform.

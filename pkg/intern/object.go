@@ -18,8 +18,9 @@ import (
 // object's own name, UID and resourceVersion, which no other object shares.
 // Byte slices (FieldsV1, Secret data, raw extensions) are never shared: their
 // bytes are writable, and a write through one object would show in every
-// other. Nothing else changes: the object encodes, compares and deep-copies
-// as before.
+// other. A slice with spare capacity is replaced by a copy of its exact
+// length, as DeepCopy would make it. Nothing else changes: the object
+// encodes, compares and deep-copies as before.
 //
 // The caller must own obj: no other goroutine may read it meanwhile (an
 // informer's transform owns the freshly decoded object it is given).

@@ -38,12 +38,14 @@ func apiFixtures(t *testing.T) []string {
 	return files
 }
 
-// decoded is one fixture decoded three times: ref is never interned, a and
-// b are interned in that order (a's values are then first occurrences, b's
-// the canonical instances) and c after them (sharing b's).
+// decoded is one fixture decoded several times: ref is never interned,
+// interned are, in order. The first ones keep their own strings (the table
+// only counts them), the last two, b and c, share the canonical instances.
 type decoded struct {
 	name          string
-	ref, a, b, c  runtime.Object
+	ref           runtime.Object
+	interned      []runtime.Object
+	b, c          runtime.Object
 	hasObjectMeta bool
 }
 
@@ -55,7 +57,7 @@ func decodeFixtures(t *testing.T, decode func([]byte) (runtime.Object, error)) [
 		if err != nil {
 			t.Fatal(err)
 		}
-		var objs [4]runtime.Object
+		objs := make([]runtime.Object, admitAt+2)
 		for i := range objs {
 			if objs[i], err = decode(data); err != nil {
 				break
@@ -65,7 +67,8 @@ func decodeFixtures(t *testing.T, decode func([]byte) (runtime.Object, error)) [
 			continue // a kind client-go's scheme does not know
 		}
 		_, metaErr := meta.Accessor(objs[0])
-		out = append(out, decoded{name: filepath.Base(file), ref: objs[0], a: objs[1], b: objs[2], c: objs[3], hasObjectMeta: metaErr == nil})
+		n := len(objs)
+		out = append(out, decoded{name: filepath.Base(file), ref: objs[0], interned: objs[1:], b: objs[n-2], c: objs[n-1], hasObjectMeta: metaErr == nil})
 	}
 	return out
 }
@@ -120,7 +123,7 @@ func TestObjectKeepsEveryKindIntact(t *testing.T) {
 			}
 			tab := NewTable()
 			for _, f := range fixtures {
-				for _, obj := range []runtime.Object{f.a, f.b, f.c} {
+				for _, obj := range f.interned {
 					if got := tab.Object(obj); got != obj {
 						t.Fatalf("%s: Object returned %p, want its argument %p", f.name, got, obj)
 					}
@@ -217,9 +220,9 @@ func TestObjectSharesNoWritableMemory(t *testing.T) {
 			tab := NewTable()
 			fixtures := decodeFixtures(t, tc.decode)
 			for _, f := range fixtures {
-				tab.Object(f.a)
-				tab.Object(f.b)
-				tab.Object(f.c)
+				for _, obj := range f.interned {
+					tab.Object(obj)
+				}
 			}
 			for _, f := range fixtures {
 				poison(reflect.ValueOf(f.c.DeepCopyObject()))
@@ -231,7 +234,7 @@ func TestObjectSharesNoWritableMemory(t *testing.T) {
 				if reflect.DeepEqual(f.b, f.ref) {
 					t.Fatalf("%s: poisoning changed nothing", f.name)
 				}
-				for what, obj := range map[string]runtime.Object{"an object sharing its strings": f.c, "the first interned": f.a, "its DeepCopy": copied} {
+				for what, obj := range map[string]runtime.Object{"an object sharing its strings": f.c, "the first interned": f.interned[0], "its DeepCopy": copied} {
 					if !reflect.DeepEqual(obj, f.ref) {
 						t.Errorf("%s: writing through one interned object changed %s", f.name, what)
 					}
@@ -323,9 +326,9 @@ func realObjects[T any, L interface {
 	return items
 }
 
-// checkShared checks that from the second object on that has it, every
-// value get returns shares the bytes of that second one: a value is shared
-// from its second occurrence on.
+// checkShared checks that from the third object on that has it, every
+// value get returns shares the bytes of that third one: a value is shared
+// from its third occurrence on (each object here has it once).
 func checkShared[T any](t *testing.T, objs []T, what string, get func(T) string) {
 	t.Helper()
 	seen := map[string]int{}
@@ -333,15 +336,15 @@ func checkShared[T any](t *testing.T, objs []T, what string, get func(T) string)
 	for i, o := range objs {
 		v := get(o)
 		switch seen[v]++; {
-		case v == "" || seen[v] == 1:
-		case seen[v] == 2:
+		case v == "" || seen[v] < admitAt:
+		case seen[v] == admitAt:
 			canonical[v] = v
 		case !sameBytes(v, canonical[v]):
 			t.Errorf("object %d: %s %q is not shared with the earlier objects that have it", i, what, v)
 		}
 	}
 	if len(canonical) == 0 {
-		t.Errorf("no %s occurs three times; the test needs objects that repeat it", what)
+		t.Errorf("no %s occurs %d times; the test needs objects that repeat it", what, admitAt+1)
 	}
 }
 
@@ -377,7 +380,6 @@ func TestObjectSharesWhatRoleBindingsRepeat(t *testing.T) {
 		t.Error("no subjects slice lost its spare capacity")
 	}
 	for what, get := range map[string]func(*rbacv1.RoleBinding) string{
-		"namespace":                func(rb *rbacv1.RoleBinding) string { return rb.Namespace },
 		"label value":              func(rb *rbacv1.RoleBinding) string { return rb.Labels["app.kubernetes.io/managed-by"] },
 		"roleRef.apiGroup":         func(rb *rbacv1.RoleBinding) string { return rb.RoleRef.APIGroup },
 		"roleRef.kind":             func(rb *rbacv1.RoleBinding) string { return rb.RoleRef.Kind },
@@ -449,42 +451,39 @@ func TestObjectInternsUnstructuredButItsIdentity(t *testing.T) {
 			"spec": map[string]any{"containers": []any{map[string]any{"name": copyOf("web"), "image": copyOf("nginx:1.27"), "args": []any{copyOf("--port=80"), int64(80)}}}},
 		}}
 	}
+	// Pods a and b are the first occurrences of their values, c the third
+	// and d, in a list, the fourth: c and d share.
 	tab := NewTable()
-	objs := []*unstructured.Unstructured{newPod("a", "uid-a"), newPod("b", "uid-b"), newPod("c", "uid-c")}
-	list := &unstructured.UnstructuredList{Object: map[string]any{"kind": copyOf("PodList")}, Items: []unstructured.Unstructured{*newPod("d", "uid-d")}}
-	for _, o := range objs {
+	for _, o := range []*unstructured.Unstructured{newPod("a", "uid-a"), newPod("b", "uid-b")} {
 		tab.Object(o)
 	}
+	c := newPod("c", "uid-c")
+	tab.Object(c)
+	list := &unstructured.UnstructuredList{Object: map[string]any{"kind": copyOf("PodList")}, Items: []unstructured.Unstructured{*newPod("d", "uid-d")}}
 	tab.Object(list)
-	b, c, d := objs[1], objs[2], &list.Items[0]
-	image := func(u *unstructured.Unstructured) string {
+	d := &list.Items[0]
+	container := func(u *unstructured.Unstructured) map[string]any {
 		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")
-		return cs[0].(map[string]any)["image"].(string)
+		return cs[0].(map[string]any)
 	}
-	arg := func(u *unstructured.Unstructured) string {
-		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")
-		return cs[0].(map[string]any)["args"].([]any)[0].(string)
+	for what, pair := range map[string][2]string{
+		"apiVersion": {c.GetAPIVersion(), d.GetAPIVersion()},
+		"namespace":  {c.GetNamespace(), d.GetNamespace()},
+		"label":      {c.GetLabels()["app"], d.GetLabels()["app"]},
+		"image":      {container(c)["image"].(string), container(d)["image"].(string)},
+		"args[0]":    {container(c)["args"].([]any)[0].(string), container(d)["args"].([]any)[0].(string)},
+	} {
+		if !sameBytes(pair[0], pair[1]) {
+			t.Errorf("%s is not shared", what)
+		}
 	}
-	for _, x := range []*unstructured.Unstructured{c, d} {
-		for what, pair := range map[string][2]string{
-			"apiVersion": {b.GetAPIVersion(), x.GetAPIVersion()},
-			"namespace":  {b.GetNamespace(), x.GetNamespace()},
-			"label":      {b.GetLabels()["app"], x.GetLabels()["app"]},
-			"image":      {image(b), image(x)},
-			"args[0]":    {arg(b), arg(x)},
-		} {
-			if !sameBytes(pair[0], pair[1]) {
-				t.Errorf("%s: %s is not shared", x.GetName(), what)
-			}
-		}
-		if sameBytes(b.GetResourceVersion(), x.GetResourceVersion()) {
-			t.Errorf("%s: resourceVersion, part of an object's identity, was shared", x.GetName())
-		}
+	if sameBytes(c.GetResourceVersion(), d.GetResourceVersion()) {
+		t.Error("resourceVersion, part of an object's identity, was shared")
 	}
 	var keys []string
 	for k := range c.Object {
-		for bk := range b.Object {
-			if k == bk && sameBytes(k, bk) {
+		for dk := range d.Object {
+			if k == dk && sameBytes(k, dk) {
 				keys = append(keys, k)
 			}
 		}
@@ -522,7 +521,9 @@ func newTree() *tree {
 
 func TestObjectWalksRecursiveTypes(t *testing.T) {
 	tab := NewTable()
-	_, x, y := tab.Object(newTree()), tab.Object(newTree()).(*tree), tab.Object(newTree()).(*tree)
+	tab.Object(newTree())
+	tab.Object(newTree())
+	x, y := tab.Object(newTree()).(*tree), tab.Object(newTree()).(*tree)
 	for what, pair := range map[string][2]string{
 		"Label":           {x.Label, y.Label},
 		"Children.Label":  {x.Children[0].Label, y.Children[1].Label},

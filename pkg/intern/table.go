@@ -16,15 +16,20 @@ const shards = 16
 // minSweep is the number of entries a shard holds before its first sweep.
 const minSweep = 256
 
+// admitAt is the occurrence of a value that gets it an entry. An entry
+// costs about 90 bytes of heap, more than most strings it saves: a value
+// two objects have costs more shared than not.
+const admitAt = 3
+
 // Table is a set of canonical strings. Interning a string returns the one
 // instance of its value the table holds, so that equal strings of many
 // objects share their bytes.
 //
-// A value gets an entry when it is seen the second time; the first time,
-// the table only notes its hash, and the string keeps its own copy. An entry
-// costs more than most strings it saves (about 90 bytes), so values that
-// only one object has (names, IPs, IDs) are better left alone. The table
-// forgets values it has seen once when a shard has noted as many of them as
+// A value gets an entry when it is seen the third time; before, the table
+// only counts it, and the strings keep their own copies. An entry costs
+// more than most strings it saves (about 90 bytes), so values that only one
+// or two objects have (names, IPs, IDs) are better left alone. The table
+// forgets the values it counts when a shard has counted as many of them as
 // it holds entries.
 //
 // The table holds its strings weakly: an entry lives as long as some string
@@ -51,8 +56,8 @@ type shard struct {
 	mu      sync.Mutex
 	entries map[uint64]entry // by hash of the value
 	sweepAt int              // sweep when entries reaches this size
-	// seen holds the hashes of values seen once, not yet interned.
-	seen map[uint64]struct{}
+	// seen counts the occurrences of values not yet interned, by hash.
+	seen map[uint64]uint8
 	_    [32]byte // keep shards on separate cache lines
 }
 
@@ -70,7 +75,7 @@ func NewTable() *Table {
 	t := &Table{seed: maphash.MakeSeed()}
 	for i := range t.shards {
 		t.shards[i].entries = map[uint64]entry{}
-		t.shards[i].seen = map[uint64]struct{}{}
+		t.shards[i].seen = map[uint64]uint8{}
 		t.shards[i].sweepAt = minSweep
 	}
 	return t
@@ -82,9 +87,9 @@ var defaultTable = NewTable()
 // Sharing one table lets objects of different informers share strings too.
 func Default() *Table { return defaultTable }
 
-// String returns a string equal to s: s itself the first time its value is
-// seen, and from the second time on the canonical instance, whose bytes all
-// later equal strings interned in t share. The canonical instance is a copy
+// String returns a string equal to s: s itself the first two times its value
+// is seen, and from the third time on the canonical instance, whose bytes
+// all later equal strings interned in t share. The canonical instance is a copy
 // the table makes, so that it never pins a larger buffer s may be part of.
 // The empty string is returned as is.
 func (t *Table) String(s string) string {
@@ -105,13 +110,13 @@ func (t *Table) String(s string) string {
 			return s
 		}
 	}
-	if _, ok := sh.seen[h]; !ok {
-		if len(sh.seen) >= max(minSweep, len(sh.entries)) {
-			// Forget values seen once long ago, in a new map: clear would
-			// keep the old one's room.
-			sh.seen = make(map[uint64]struct{}, minSweep)
+	if n := sh.seen[h]; n+1 < admitAt {
+		if n == 0 && len(sh.seen) >= max(minSweep, len(sh.entries)) {
+			// Forget the values counted long ago, in a new map: clear
+			// would keep the old one's room.
+			sh.seen = make(map[uint64]uint8, minSweep)
 		}
-		sh.seen[h] = struct{}{}
+		sh.seen[h] = n + 1
 		return s
 	}
 	delete(sh.seen, h)
