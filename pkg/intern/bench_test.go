@@ -1,6 +1,7 @@
 package intern
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,11 +36,8 @@ func BenchmarkIngest(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, interning := range []bool{false, true} {
-			name := kind.name + "/decode"
-			if interning {
-				name += "+intern"
-			}
-			b.Run(name, func(b *testing.B) {
+			// Compare with: benchstat -col /intern
+			b.Run(fmt.Sprintf("kind=%s/intern=%v", kind.name, interning), func(b *testing.B) {
 				tab := NewTable()
 				objects := 0
 				b.ReportAllocs()
