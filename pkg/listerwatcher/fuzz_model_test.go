@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
@@ -53,7 +57,7 @@ const (
 	opCloseWatches         // no operand
 	opExpiredEvent         // no operand: a 410 ERROR event on open watches
 	opInternalEvent        // no operand: a 500 ERROR event on open watches
-	opCompact              // no operand
+	opCompact              // no operand; a sync first unless ListWatch
 	opFailRequest          // fault byte: the next LIST or WATCH fails
 	opBookmark             // no operand
 	opFailConsumer         // no operand: the consumer fails its next event
@@ -85,8 +89,9 @@ const maxWatcherOps = 100
 var fuzzPageSizes = [4]int64{0, 2, 1, 5}
 
 // syncBound bounds every wait for the watcher to catch up, so that a bug
-// fails the input instead of hanging it; it is not part of any assertion.
-const syncBound = 10 * time.Second
+// fails the input instead of hanging it (the fuzzing engine kills an input
+// that runs 10s); with millisecond backoffs a healthy watcher needs far less.
+const syncBound = 3 * time.Second
 
 type watcherFuzz struct {
 	t        *testing.T
@@ -96,10 +101,19 @@ type watcherFuzz struct {
 	srv      *fake.Server
 	faults   faultQueue
 	c        *rebuilder
-	// watchesEnded is the number of watch requests when an op last ended the
-	// open watches: sync waits for a later one.
+	watches  watchCounter
+	// watchesEnded is the number of watches started when an op last ended
+	// the open watches: sync waits for a later one.
 	watchesEnded int64
 }
+
+// watchCounter counts the watches the watcher opened.
+type watchCounter struct {
+	NoopObserver
+	started atomic.Int64
+}
+
+func (c *watchCounter) WatchStarted(metav1.ListOptions) { c.started.Add(1) }
 
 func newWatcherFuzz(t *testing.T, data []byte) *watcherFuzz {
 	z := &watcherFuzz{t: t, data: data}
@@ -132,6 +146,7 @@ func (z *watcherFuzz) run() {
 		WithPageSize(z.pageSize),
 		WithBackoff(Backoff{Initial: time.Millisecond, Factor: 2, Cap: 4 * time.Millisecond, ResetAfter: time.Minute}),
 		WithErrorHandler(func(context.Context, error) {}),
+		WithObserver(&z.watches),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -177,15 +192,22 @@ func (z *watcherFuzz) step(i int) {
 			t.Fatalf("op %d: %v", i, err)
 		}
 	case opCloseWatches:
-		z.watchesEnded = z.faults.watches.Load()
+		z.watchesEnded = z.watches.started.Load()
 		z.srv.CloseWatches()
 	case opExpiredEvent:
-		z.watchesEnded = z.faults.watches.Load()
+		z.watchesEnded = z.watches.started.Load()
 		z.srv.SendWatchError(&apierrors.NewResourceExpired("too old resource version (injected)").ErrStatus)
 	case opInternalEvent:
-		z.watchesEnded = z.faults.watches.Load()
+		z.watchesEnded = z.watches.started.Load()
 		z.srv.SendWatchError(&apierrors.NewInternalError(errors.New("etcd hiccup (injected)")).ErrStatus)
 	case opCompact:
+		if z.strategy != ListWatch {
+			// The fake server's Compact drops versions that the initial
+			// events of an open streaming watch still need (see
+			// TestFakeCompactionDuringInitialEvents): compact only once the
+			// watcher has caught up, when no initial state is pending.
+			z.sync(fmt.Sprintf("op %d", i))
+		}
 		z.srv.Compact()
 	case opFailRequest:
 		z.faults.add(z.requestFault(z.next()))
@@ -218,7 +240,11 @@ func (z *watcherFuzz) requestFault(b byte) queuedFault {
 		err = fake.ConnectionRefused()
 	case 4:
 		rv, _ := strconv.ParseUint(z.srv.ResourceVersion(), 10, 64)
-		err = fake.TooLargeResourceVersion(rv+1, rv)
+		tooLarge := fake.TooLargeResourceVersion(rv+1, rv)
+		// Without its one-second Retry-After, so that an input runs in
+		// milliseconds: the fuzzing engine gives up on one after 10s.
+		tooLarge.ErrStatus.Details.RetryAfterSeconds = 0
+		err = tooLarge
 	case 5:
 		err = apierrors.NewServiceUnavailable("injected")
 	case 6:
@@ -263,12 +289,12 @@ func (z *watcherFuzz) sync(when string) {
 			t.Fatalf("%s (%v, page size %d): %s", when, z.strategy, z.pageSize, v)
 		}
 		want, got := z.serverState(), z.c.state()
-		if maps.Equal(want, got) && z.faults.watches.Load() > z.watchesEnded && z.srv.OpenWatches() > 0 {
+		if maps.Equal(want, got) && z.watches.started.Load() > z.watchesEnded && z.srv.OpenWatches() > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s (%v, page size %d): the consumer rebuilt %v, the server holds %v; pending faults %v",
-				when, z.strategy, z.pageSize, got, want, z.faults.pending())
+			t.Fatalf("%s (%v, page size %d): the consumer rebuilt %v, the server holds %v; %d watches started (%d when watches last ended), %d open; pending faults %v; the last events:\n  %s",
+				when, z.strategy, z.pageSize, got, want, z.watches.started.Load(), z.watchesEnded, z.srv.OpenWatches(), z.faults.pending(), strings.Join(z.c.recentEvents(), "\n  "))
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
@@ -290,11 +316,8 @@ type queuedFault struct {
 	err       error
 }
 
-// faultQueue fails the next requests of the queued verbs, in order, and
-// counts the watcher's watch requests.
+// faultQueue fails the next requests of the queued verbs, in order.
 type faultQueue struct {
-	watches atomic.Int64
-
 	mu     sync.Mutex
 	queued []queuedFault
 }
@@ -308,9 +331,6 @@ func (q *faultQueue) add(f queuedFault) {
 func (q *faultQueue) take(ctx context.Context, req fake.Request) error {
 	if ctx.Value(verifying{}) != nil {
 		return nil
-	}
-	if req.Verb == "watch" {
-		q.watches.Add(1)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -347,6 +367,8 @@ type rebuilder struct {
 	restarted bool              // a restart has completed
 	lastRV    uint64
 	broken    string
+	// recent holds the last events, to say what led to a breach.
+	recent []string
 }
 
 func newRebuilder() *rebuilder { return &rebuilder{live: map[string]string{}} }
@@ -359,10 +381,34 @@ func (c *rebuilder) Handle(_ context.Context, ev Event) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.remember(ev)
 	if err := c.apply(ev); err != nil && c.broken == "" {
-		c.broken = fmt.Sprintf("%v event: %v", ev.Type, err)
+		c.broken = fmt.Sprintf("%v event: %v; the last events:\n  %s", ev.Type, err, strings.Join(c.recent, "\n  "))
 	}
 	return nil
+}
+
+const recentEvents = 30
+
+func (c *rebuilder) remember(ev Event) {
+	desc := ev.Type.String()
+	switch ev.Type {
+	case RestartStart:
+		desc += fmt.Sprintf(" %v %v", ev.Strategy, ev.Reason)
+	case RestartPage:
+		for _, obj := range ev.Objects {
+			cm := obj.(*corev1.ConfigMap)
+			desc += fmt.Sprintf(" %s@%s", cm.Name, cm.ResourceVersion)
+		}
+	case Added, Modified, Deleted:
+		desc += fmt.Sprintf(" %s@%s", ev.Object.(*corev1.ConfigMap).Name, ev.ResourceVersion)
+	default:
+		desc += " @" + ev.ResourceVersion
+	}
+	if len(c.recent) == recentEvents {
+		c.recent = c.recent[1:]
+	}
+	c.recent = append(c.recent, desc)
 }
 
 func (c *rebuilder) apply(ev Event) error {
@@ -451,8 +497,59 @@ func (c *rebuilder) state() map[string]string {
 	return maps.Clone(c.live)
 }
 
+func (c *rebuilder) recentEvents() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.recent)
+}
+
 func (c *rebuilder) violation() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.broken
+}
+
+// TestFakeCompactionDuringInitialEvents is the fuzz target's first finding,
+// distilled: the fake server reads a streaming watch's initial state lazily at
+// the watch's snapshot, and Compact drops the older versions of every key, so
+// a key changed after the snapshot and before the stream reached it is left
+// out of the initial events, which still end at the snapshot's
+// resourceVersion. A real API server streams the initial events from its
+// watch cache, which compaction does not touch. The watcher then gets a
+// MODIFIED event for an object it was never given.
+func TestFakeCompactionDuringInitialEvents(t *testing.T) {
+	t.Skip("known bug: fake.Server.Compact drops versions a streaming watch's pending initial events need (fake/server.go Compact, fake/watch.go nextInitial)")
+	const n = 300 // more than the fake reads per batch, so the tail is read after Compact
+	srv := newServer(t, n)
+	snap := srv.ResourceVersion()
+	w, err := srv.ListerWatcher().Watch(metav1.ListOptions{
+		SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	last := configMap(n - 1).(*corev1.ConfigMap)
+	if _, err := srv.Update(last); err != nil {
+		t.Fatal(err)
+	}
+	srv.Compact()
+
+	initial := map[string]bool{}
+	for ev := range w.ResultChan() {
+		m, err := meta.Accessor(ev.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == watch.Bookmark {
+			if m.GetResourceVersion() != snap {
+				t.Fatalf("initial events end at %s, want the snapshot %s", m.GetResourceVersion(), snap)
+			}
+			break
+		}
+		initial[m.GetName()] = true
+	}
+	if len(initial) != n || !initial[last.Name] {
+		t.Fatalf("the initial events hold %d objects (%s: %v), want the %d of the snapshot", len(initial), last.Name, initial[last.Name], n)
+	}
 }
