@@ -41,8 +41,8 @@ bench:
 	$(GO) build -o _output/bench/bench ./hack/bench && \
 	KUBEBUILDER_ASSETS="$$assets" _output/bench/bench $(BENCH_FLAGS)
 
-# chaos: the long chaos schedule and soak (test/envtest, label chaos or soak)
-# against their own API server, then a short run of each fuzz target.
+# chaos: the long chaos schedule (its own API server) and the long soak
+# (test/envtest labels chaos and soak), then a short run of each fuzz target.
 # LEANINFORMER_CHAOS_SEED=n replays a schedule; FUZZTIME sets each fuzz run.
 FUZZTIME ?= 30s
 chaos:

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,6 +147,7 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 			stopInformers()
 			running.Wait()
 		})
+		ownGoroutines := leaninformerGoroutines()
 		var subjects []*chaosSubject
 		for _, strategy := range []informer.Strategy{informer.ListWatch, informer.StreamingList} {
 			// Each informer has its own user agent, so that faults can
@@ -225,6 +227,12 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		Expect(r.Lists+r.Watches).To(BeNumerically("<=", schedule.maxRequests), "LISTs and WATCHes through the proxy")
 		Expect(r.Lists-r.ListsWithContinue).To(BeNumerically(">", 1), "the ListWatch informer relisted")
 		Expect(r.StreamingWatches).To(BeNumerically(">", 1), "the StreamingList informer relisted")
+
+		By("stopping the informers: none of their goroutines may survive")
+		Expect(newGoroutines(ownGoroutines)).NotTo(BeEmpty(), "the running informers' goroutines are seen")
+		stopInformers()
+		running.Wait()
+		Eventually(func() []string { return newGoroutines(ownGoroutines) }).WithTimeout(10 * time.Second).Should(BeEmpty())
 	}, SpecTimeout(schedule.timeout))
 })
 
@@ -235,6 +243,39 @@ func chaosUserAgent(s informer.Strategy) string {
 // fromListWatchInformer matches the requests of the ListWatch informer.
 func fromListWatchInformer(r *http.Request) bool {
 	return r.Header.Get("User-Agent") == chaosUserAgent(informer.ListWatch)
+}
+
+// leaninformerGoroutines returns the stacks of the goroutines running
+// leaninformer's packages, by goroutine header ("goroutine 42 [chan receive]").
+func leaninformerGoroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	out := map[string]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "github.com/leaninformer/leaninformer/pkg/") {
+			id, _, _ := strings.Cut(g, " [")
+			out[id] = g
+		}
+	}
+	return out
+}
+
+// newGoroutines returns the stacks of leaninformer goroutines not in before.
+func newGoroutines(before map[string]string) []string {
+	var out []string
+	for id, stack := range leaninformerGoroutines() {
+		if _, ok := before[id]; !ok {
+			out = append(out, stack)
+		}
+	}
+	return out
 }
 
 // chaosSubject is one informer under test and its handler.

@@ -76,6 +76,7 @@ var _ = Describe("an informer soaking under steady updates and forced relists", 
 		proxyClient, err := kubernetes.NewForConfig(proxy.ClientConfig())
 		Expect(err).NotTo(HaveOccurred())
 
+		ownGoroutines := leaninformerGoroutines()
 		heapBefore := memstat.HeapAfterGC()
 		m := metrics.New()
 		registry := prometheus.NewRegistry()
@@ -91,7 +92,11 @@ var _ = Describe("an informer soaking under steady updates and forced relists", 
 		runCtx, stop := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logr.Discard()))
 		done := make(chan struct{})
 		go func() { defer close(done); inf.RunWithContext(runCtx) }()
-		DeferCleanup(func() { stop(); Eventually(done).Should(BeClosed()) })
+		stopInformer := func() {
+			stop()
+			Eventually(done).Should(BeClosed())
+		}
+		DeferCleanup(stopInformer)
 		Eventually(inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue())
 
 		converge := func() {
@@ -171,6 +176,11 @@ var _ = Describe("an informer soaking under steady updates and forced relists", 
 				"heap after cycle %d (%.1f MiB) grew %.1f MiB over cycle 1 (%.1f MiB); tolerance %.1f MiB",
 				k+2, memstat.MiB(heap), float64(growth)/(1<<20), memstat.MiB(heaps[0]), float64(tolerance)/(1<<20))
 		}
+
+		Expect(newGoroutines(ownGoroutines)).NotTo(BeEmpty(), "the running informer's goroutines are seen")
+		stopInformer()
+		Eventually(func() []string { return newGoroutines(ownGoroutines) }).WithTimeout(10*time.Second).Should(BeEmpty(),
+			"no goroutine of the informer survives it")
 	}, SpecTimeout(time.Duration(settings.cycles)*(settings.cycle+2*settings.convergeBound)+5*time.Minute))
 })
 
