@@ -213,7 +213,7 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		after := proxy.Stats()
 		report := chaosReport{
 			schedule: schedule.name, seed: seed, writing: writing, converged: converged, downtime: downtime,
-			objects: len(chaosListNoGomega(ctx, client, ns)), ops: w.counts(), faults: f.counts(after.Faults, before.Faults),
+			objects: len(mustChaosList(ctx, client, ns)), ops: w.counts(), faults: f.counts(after.Faults, before.Faults),
 			requests: requestsBetween(before.Requests, after.Requests),
 		}
 		fmt.Fprintln(GinkgoWriter, report.String())
@@ -306,7 +306,7 @@ func chaosList(ctx context.Context, g Gomega, client *kubernetes.Clientset, ns s
 	return out
 }
 
-func chaosListNoGomega(ctx context.Context, client *kubernetes.Clientset, ns string) map[string]string {
+func mustChaosList(ctx context.Context, client *kubernetes.Clientset, ns string) map[string]string {
 	GinkgoHelper()
 	return chaosList(ctx, Default, client, ns)
 }
