@@ -16,6 +16,7 @@ func TestSamplerSeesAllocationPeak(t *testing.T) {
 	}
 	s.Sample()
 	held := HeapAfterGC() // a GC while 64 MiB are live: the marked live heap includes them
+	s.Sample()            // before the next GC marks them gone
 	sink = nil
 	runtime.GC()
 	p := s.Stop()

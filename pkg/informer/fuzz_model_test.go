@@ -62,7 +62,7 @@ const (
 
 // Transform modes (header bits 1-2).
 const (
-	noTransform = iota
+	_ = iota // no transform
 	// annotating marks every object; it fails on cm-6 and returns nil for cm-7.
 	annotating
 )

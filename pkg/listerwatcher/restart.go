@@ -69,6 +69,11 @@ func (r *run) listRestart(ctx context.Context) {
 			return
 		}
 		if next == "" {
+			if rv == "" {
+				// Nothing is lost: a watch from "" starts with ADDED events
+				// of the whole collection, as client-go's reflector relies on.
+				r.logger.Info("Warning: the LIST returned no resourceVersion; watching from the newest state, whose initial events replay the collection")
+			}
 			if !r.deliver(ctx, Event{Type: RestartDone, ResourceVersion: rv, Strategy: ListWatch}) {
 				return
 			}

@@ -489,14 +489,13 @@ func (f *chaosFaults) run(ctx context.Context) {
 	}
 }
 
-func (f *chaosFaults) inject(r faultproxy.Rule) *faultproxy.Injection {
+func (f *chaosFaults) inject(r faultproxy.Rule) {
 	GinkgoHelper()
 	in, err := f.proxy.Inject(r)
 	Expect(err).NotTo(HaveOccurred())
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.injections = append(f.injections, in)
-	return in
 }
 
 // cut drops the open watches, so that a rule just injected meets the

@@ -293,14 +293,27 @@ func (s *Server) Compact() {
 	defer s.mu.Unlock()
 	s.compacted = s.rv
 	s.history = nil
+	// Watches still sending their initial state read it at their snapshot,
+	// which a real server serves from its watch cache, untouched by etcd's
+	// compaction: keep the versions those snapshots see.
+	keep := s.rv
+	for w := range s.watches {
+		if w.initial {
+			keep = min(keep, w.snap)
+		}
+	}
 	keys := s.keys[:0]
 	for _, key := range s.keys {
 		head := s.heads[key]
-		if head.deleted {
+		if head.deleted && head.rv <= keep {
 			delete(s.heads, key)
 			continue
 		}
-		head.older = nil
+		v := head
+		for v.rv > keep && v.older != nil {
+			v = v.older
+		}
+		v.older = nil
 		keys = append(keys, key)
 	}
 	clear(s.keys[len(keys):])
