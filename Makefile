@@ -22,13 +22,15 @@ vet:
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
-# test: everything, including the envtest suites against a real API server.
-test: vet
+# test: lint, vet, then every test with the race detector, including the
+# envtest suites against a real API server.
+test: vet lint
 	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test $(GO_TEST_FLAGS) ./...
 
-# unit: the tests that need no API server.
+# unit: every test but the envtest suites (a few examples still start an API
+# server of their own).
 unit:
 	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v /test/envtest)
 
