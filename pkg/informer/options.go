@@ -62,9 +62,10 @@ func WithStrategy(s Strategy) Option {
 	return WithWatcherOptions(listerwatcher.WithStrategy(s))
 }
 
-// WithPageSize sets the LIST page size and the number of streamed objects
-// handed to the store at a time (default 500; 0 lists everything in one
-// response, which holds the whole collection twice while it is decoded).
+// WithPageSize sets the LIST page size (default 500; 0 lists everything in
+// one response, which holds the whole collection twice while it is decoded).
+// Streamed objects are handed to the store in batches of at most
+// listerwatcher.MaxStreamingBatch, fewer if the page size is smaller.
 func WithPageSize(n int64) Option {
 	return WithWatcherOptions(listerwatcher.WithPageSize(n))
 }

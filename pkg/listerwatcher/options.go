@@ -124,10 +124,25 @@ func (c *config) validate() error {
 // WithStrategy sets how restarts get the collection (default Auto).
 func WithStrategy(s Strategy) Option { return func(c *config) { c.strategy = s } }
 
-// WithPageSize sets the LIST page size and the size of batches of streamed
-// initial events (default 500). 0 asks for the whole collection in one LIST
-// response, or one batch.
+// WithPageSize sets the LIST page size (default 500) and caps the batches of
+// streamed initial events, which hold at most MaxStreamingBatch objects. 0
+// asks for the whole collection in one LIST response, or one batch.
 func WithPageSize(n int64) Option { return func(c *config) { c.pageSize = n } }
+
+// MaxStreamingBatch is the most streamed initial events handed to the
+// consumer in one RestartPage. A batch amortises no request, so it is kept
+// small: the decoded objects of a batch are held until the consumer has
+// taken them (at 500 RoleBindings that is over 1 MiB at the peak of a relist).
+const MaxStreamingBatch = 100
+
+// streamingBatch is the size of the batches of streamed initial events; 0
+// means one batch of everything.
+func (c *config) streamingBatch() int {
+	if c.pageSize == 0 {
+		return 0
+	}
+	return int(min(c.pageSize, MaxStreamingBatch))
+}
 
 // WithBackoff sets the retry backoff (default DefaultBackoff).
 func WithBackoff(b Backoff) Option { return func(c *config) { c.backoff = b } }

@@ -245,7 +245,7 @@ func (r *run) streamInitial(ctx context.Context, w *openWatch) (started bool, er
 					break
 				}
 				batch = append(batch, ev.Object)
-				if r.pageSize > 0 && int64(len(batch)) >= r.pageSize {
+				if n := r.streamingBatch(); n > 0 && len(batch) >= n {
 					if err := deliver(Event{Type: RestartPage, Objects: batch, Strategy: StreamingList}); err != nil {
 						return started, err
 					}

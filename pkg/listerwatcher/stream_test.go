@@ -39,7 +39,8 @@ func TestStreamingListBatchesInitialEventsAndKeepsTheStream(t *testing.T) {
 	if startEv.Reason != Initial || startEv.Strategy != StreamingList {
 		t.Errorf("restart start %+v, want reason Initial, strategy StreamingList", startEv)
 	}
-	if want := []int{500, 500, 234}; !reflect.DeepEqual(sizes, want) {
+	// Batches of MaxStreamingBatch, not of the default page size (500).
+	if want := []int{100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 34}; !reflect.DeepEqual(sizes, want) {
 		t.Errorf("page sizes %v, want %v", sizes, want)
 	}
 	if done.ResourceVersion != rv || done.Strategy != StreamingList {
