@@ -193,8 +193,9 @@ func TestAutoFallsBackWithoutEndBookmark(t *testing.T) {
 	if startEv.Strategy != StreamingList {
 		t.Fatalf("first restart by %v, want StreamingList", startEv.Strategy)
 	}
-	h.nextOf(RestartPage)
-	h.nextOf(RestartPage)
+	for range 1234 / MaxStreamingBatch { // every full batch; the rest waits for the end
+		h.nextOf(RestartPage)
+	}
 	var err error
 	h.idleUntil(DefaultStreamingIdleTimeout, poll(h.obs.fallbacks, &err))
 	if !errors.Is(err, ErrNoEndBookmark) {
