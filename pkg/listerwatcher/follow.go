@@ -26,21 +26,15 @@ func (r *run) follow(ctx context.Context) {
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      r.watchTimeout(),
 		}
-		start := r.clock.Now()
-		wi, err := r.lw.WatchWithContext(ctx, opts)
-		if ctx.Err() != nil {
-			if err == nil {
-				wi.Stop()
-			}
-			return
-		}
-		if err != nil {
+		var err error
+		if w, err = r.open(ctx, opts); err != nil {
 			r.report(ctx, OpWatch, err)
 			r.afterWatchError(ctx, err)
 			return
 		}
-		r.observer.WatchStarted(opts)
-		w = &openWatch{Interface: wi, start: start}
+		if w == nil {
+			return // ctx ended
+		}
 	}
 	err := r.watchEvents(ctx, w)
 	w.Stop()

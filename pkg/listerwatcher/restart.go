@@ -126,7 +126,7 @@ func extract(list runtime.Object) (items []runtime.Object, rv, next string, err 
 }
 
 // streamRestart gets the collection as the initial events of a watch with
-// sendInitialEvents=true, in pages of the page size, and keeps the watch
+// sendInitialEvents=true, in batches (streamingBatch), and keeps the watch
 // open for stateWatch once the end bookmark arrived.
 func (r *run) streamRestart(ctx context.Context) {
 	opts := metav1.ListOptions{
@@ -138,14 +138,7 @@ func (r *run) streamRestart(ctx context.Context) {
 	if !r.rvUnavailable {
 		opts.ResourceVersion = r.lastRV
 	}
-	start := r.clock.Now()
-	wi, err := r.lw.WatchWithContext(ctx, opts)
-	if ctx.Err() != nil {
-		if err == nil {
-			wi.Stop()
-		}
-		return
-	}
+	w, err := r.open(ctx, opts)
 	if err != nil {
 		switch {
 		case isThrottled(err):
@@ -162,8 +155,9 @@ func (r *run) streamRestart(ctx context.Context) {
 		}
 		return
 	}
-	r.observer.WatchStarted(opts)
-	w := &openWatch{Interface: wi, start: start}
+	if w == nil {
+		return // ctx ended
+	}
 	started, err := r.streamInitial(ctx, w)
 	if err == nil {
 		return

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -147,6 +148,24 @@ type openWatch struct {
 	watch.Interface
 	start  time.Time
 	events int
+}
+
+// open starts a watch with opts. It returns nil and no error when ctx ended
+// meanwhile, after stopping a watch that opened all the same.
+func (r *run) open(ctx context.Context, opts metav1.ListOptions) (*openWatch, error) {
+	start := r.clock.Now()
+	wi, err := r.lw.WatchWithContext(ctx, opts)
+	if ctx.Err() != nil {
+		if err == nil {
+			wi.Stop()
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.observer.WatchStarted(opts)
+	return &openWatch{Interface: wi, start: start}, nil
 }
 
 // streaming reports whether the next restart streams.
