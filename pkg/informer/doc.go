@@ -7,4 +7,7 @@
 // wherever client-go's constructor is used, including controller-runtime's
 // cache.Options.NewInformer; NewCache wires it into a controller-runtime
 // manager in one line.
+//
+// How it works and its benchmarks against client-go's informer:
+// pkg/informer/README.md.
 package informer
