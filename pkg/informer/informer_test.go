@@ -304,13 +304,19 @@ func TestIsInInitialListOnlyForTheFirstList(t *testing.T) {
 	}
 }
 
-func TestResyncPerHandler(t *testing.T) {
-	s := newServer(t, 5)
+// newResyncInformer returns an informer whose resync runs on a fake clock;
+// the pipeline keeps real time.
+func newResyncInformer(s *fake.Server, resync time.Duration) (*SharedIndexInformer, *clocktesting.FakeClock) {
 	clk := clocktesting.NewFakeClock(time.Now())
-	inf := newInformer(s, time.Minute)
-	// Only the informer's resync uses the fake clock; the pipeline keeps real time.
+	inf := newInformer(s, resync)
 	inf.cfg.clock = clk
 	inf.processor.clock = clk
+	return inf, clk
+}
+
+func TestResyncPerHandler(t *testing.T) {
+	s := newServer(t, 5)
+	inf, clk := newResyncInformer(s, time.Minute)
 
 	every1m, every2m, never := newRecorder(), newRecorder(), newRecorder()
 	for h, period := range map[*recorder]time.Duration{every1m: time.Minute, every2m: 2 * time.Minute, never: 0} {
@@ -378,10 +384,7 @@ func TestResyncPeriodClamping(t *testing.T) {
 // the last resync check (every handler, while no check has run).
 func TestUnchangedRelistUpdatesFollowResyncState(t *testing.T) {
 	s := newServer(t, 4)
-	clk := clocktesting.NewFakeClock(time.Now())
-	inf := newInformer(s, time.Hour)
-	inf.cfg.clock = clk
-	inf.processor.clock = clk
+	inf, clk := newResyncInformer(s, time.Hour)
 	due, notDue := newRecorder(), newRecorder()
 	if _, err := inf.AddEventHandlerWithResyncPeriod(due, time.Hour); err != nil {
 		t.Fatal(err)
