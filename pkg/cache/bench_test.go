@@ -244,13 +244,13 @@ type relister interface {
 	relist(b *testing.B, n int, atPeak func())
 }
 
-// ours relists page by page into the restart buffer.
+// ours relists page by page into the replace buffer.
 type ours struct{ c *Indexer }
 
 func (r ours) store() toolscache.Indexer { return r.c }
 
 func (r ours) relist(b *testing.B, n int, atPeak func()) {
-	r.c.StartRestart()
+	r.c.StartReplace()
 	page := make([]any, 0, benchPageSize)
 	for start := 0; start < n; start += benchPageSize {
 		page = page[:0]
@@ -259,17 +259,17 @@ func (r ours) relist(b *testing.B, n int, atPeak func()) {
 			page = append(page, live.(*corev1.Pod).DeepCopy())
 		}
 		for _, o := range page {
-			if _, _, err := r.c.AddToRestart(o, nil); err != nil {
+			if _, _, err := r.c.AddToReplace(o, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
 	clear(page) // the pipeline releases a page once it is handled
 	r.c.testHookBeforeWriteLock = atPeak
-	d, err := r.c.FinishRestart("2")
+	d, err := r.c.FinishReplace("2")
 	r.c.testHookBeforeWriteLock = nil
 	if err != nil || len(d.Changes) != n {
-		b.Fatalf("FinishRestart: %v", err)
+		b.Fatalf("FinishReplace: %v", err)
 	}
 }
 
@@ -298,7 +298,7 @@ func (r clientGo) relist(b *testing.B, n int, atPeak func()) {
 // relist after the timed ones:
 //   - steady-MiB: the heap of the store at rest (after a full GC);
 //   - peak-live/steady: the live heap (after a full GC) at the relist's
-//     peak, over the steady store: ours inside FinishRestart with the diff
+//     peak, over the steady store: ours inside FinishReplace with the diff
 //     computed and both generations held; client-go's with the decoded list
 //     in hand just before Replace (Replace then adds its new map and
 //     indices, so client-go's real peak is higher);

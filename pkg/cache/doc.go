@@ -1,11 +1,11 @@
 // Package cache provides Indexer, a thread-safe indexed store that implements
 // client-go's cache.Indexer with the same observable behaviour and adds a
-// restart buffer for relists.
+// replace buffer for relists.
 //
 // A store's contents form a generation: the objects by key and their
 // indices. A relist fills a second generation page by page, indices included
-// (StartRestart, AddToRestart), while readers and live writes keep using the
-// live one; FinishRestart then swaps the generations under the write lock
+// (StartReplace, AddToReplace), while readers and live writes keep using the
+// live one; FinishReplace then swaps the generations under the write lock
 // and returns a Diff (deleted keys with their last objects, added objects,
 // updated pairs, in list order), so that an informer can notify its handlers
 // without reading the store again. The replaced generation is dropped, not

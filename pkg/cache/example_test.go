@@ -17,25 +17,25 @@ func pod(name, uid, rv string) *corev1.Pod {
 	}}
 }
 
-// A relist: the restart buffer fills page by page while readers keep the
-// live generation, then FinishRestart swaps it in and says what changed.
-func ExampleIndexer_FinishRestart() {
+// A relist: the replace buffer fills page by page while readers keep the
+// live generation, then FinishReplace swaps it in and says what changed.
+func ExampleIndexer_FinishReplace() {
 	store := cache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
 		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
 	})
 	_ = store.Add(pod("a", "uid-a", "10"))
 	_ = store.Add(pod("b", "uid-b", "11"))
 
-	store.StartRestart()
+	store.StartReplace()
 	// The LIST returns a fresh copy of "a" (unchanged), a newer "c", and no "b".
 	for _, p := range []*corev1.Pod{pod("a", "uid-a", "10"), pod("c", "uid-c", "12")} {
-		if _, reused, err := store.AddToRestart(p, nil); err == nil && reused {
+		if _, reused, err := store.AddToReplace(p, nil); err == nil && reused {
 			fmt.Println("reused the live", p.Name)
 		}
 	}
-	fmt.Println("still live during the restart:", len(store.List()))
+	fmt.Println("still live during the paged replace:", len(store.List()))
 
-	diff, err := store.FinishRestart("12")
+	diff, err := store.FinishReplace("12")
 	if err != nil {
 		panic(err)
 	}
@@ -55,7 +55,7 @@ func ExampleIndexer_FinishRestart() {
 	fmt.Println("resourceVersion:", store.LastStoreSyncResourceVersion())
 	// Output:
 	// reused the live a
-	// still live during the restart: 2
+	// still live during the paged replace: 2
 	// unchanged default/a
 	// added default/c
 	// deleted default/b

@@ -10,14 +10,14 @@ import (
 // FuzzIndexerAgainstClientGo decodes random bytes into operation sequences,
 // applies them to our Indexer and to client-go's (a restart becomes the
 // equivalent Replace), and compares every read after each operation. The
-// harness also checks each restart's reuse decisions and Diff.
+// harness also checks each paged replace's reuse decisions and Diff.
 //
 // Run it with: go test -run '^$' -fuzz FuzzIndexerAgainstClientGo ./pkg/cache/
 func FuzzIndexerAgainstClientGo(f *testing.F) {
 	f.Add([]byte{0})
 	// add, add, start, buffer copies of live (reuse), buffer fresh, finish
 	f.Add([]byte{0, 0, 4, 0x21, 0, 7, 0x22, 7, 8, 4, 1, 8, 5, 0, 9})
-	// add indexers while restarting, tombstone delete, bookmark, replace
+	// add indexers while replacing, tombstone delete, bookmark, replace
 	f.Add([]byte{1, 0, 1, 0x25, 7, 11, 7, 8, 1, 0, 3, 1, 12, 6, 3, 2, 0x26, 5, 0x27, 9, 11, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &opReader{data: data}
@@ -74,10 +74,10 @@ func (r *opReader) object() *pom {
 	return obj(ns, name, uid, rv, lbl)
 }
 
-// restartObject decodes an object for a restart page: a fresh one, or a
+// replaceObject decodes an object for a replace page: a fresh one, or a
 // decoded copy of the live object under its key, the same version (a reuse
 // candidate), with another UID, or with another resourceVersion.
-func (r *opReader) restartObject(h *harness) *pom {
+func (r *opReader) replaceObject(h *harness) *pom {
 	mode := r.next()
 	o := r.object()
 	live, ok := h.current(o)
@@ -134,14 +134,14 @@ func (r *opReader) apply(h *harness) {
 	case 6:
 		h.replace(r.list(), r.nextRV())
 	case 7:
-		h.startRestart()
+		h.startReplace()
 	case 8, 14, 15:
-		o := r.restartObject(h)
-		h.addToRestart(o, r.transform())
+		o := r.replaceObject(h)
+		h.addToReplace(o, r.transform())
 	case 9:
-		h.finishRestart(r.nextRV())
+		h.finishReplace(r.nextRV())
 	case 10:
-		h.abortRestart()
+		h.abortReplace()
 	case 11:
 		bits := r.next()
 		idx := toolscache.Indexers{}
@@ -164,7 +164,7 @@ func (r *opReader) apply(h *harness) {
 		case 2:
 			h.delete(bad)
 		case 3:
-			h.addToRestart(bad, nil)
+			h.addToReplace(bad, nil)
 		case 4:
 			l := r.list()
 			h.replace(append(l, bad), r.nextRV())

@@ -37,7 +37,7 @@ func (ix namedIndexer) values(key string, obj any) []string {
 
 // generation is one complete version of the store's contents: the objects by
 // key and, for each indexer, the keys by indexed value. The live store and the
-// restart buffer are both generations; finishing a restart makes the buffer
+// replace buffer are both generations; finishing a paged replace makes the buffer
 // the live one.
 type generation struct {
 	items map[string]any

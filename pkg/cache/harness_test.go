@@ -110,9 +110,9 @@ type harness struct {
 	oracle toolscache.Indexer
 	reuse  bool
 
-	// The restart as the oracle will see it: every object AddToRestart
-	// buffered, in order. nil when no restart is in progress.
-	restart []any
+	// The restart as the oracle will see it: every object AddToReplace
+	// buffered, in order. nil when no paged replace is in progress.
+	paged []any
 }
 
 func newHarness(t testing.TB, reuse bool) *harness {
@@ -192,19 +192,19 @@ func (h *harness) addIndexers(idx toolscache.Indexers) {
 	h.sameErr("AddIndexers", h.ours.AddIndexers(maps.Clone(idx)), h.oracle.AddIndexers(maps.Clone(idx)))
 }
 
-func (h *harness) startRestart() {
-	h.ours.StartRestart()
-	h.restart = []any{}
+func (h *harness) startReplace() {
+	h.ours.StartReplace()
+	h.paged = []any{}
 }
 
-func (h *harness) abortRestart() {
-	h.ours.AbortRestart()
-	h.restart = nil
+func (h *harness) abortReplace() {
+	h.ours.AbortReplace()
+	h.paged = nil
 }
 
-// addToRestart buffers o and checks the reuse decision and the transform
+// addToReplace buffers o and checks the reuse decision and the transform
 // calls against what the live store holds.
-func (h *harness) addToRestart(o any, transform toolscache.TransformFunc) {
+func (h *harness) addToReplace(o any, transform toolscache.TransformFunc) {
 	h.t.Helper()
 	live, inLive := h.current(o)
 	calls := 0
@@ -215,25 +215,25 @@ func (h *harness) addToRestart(o any, transform toolscache.TransformFunc) {
 			return transform(o)
 		}
 	}
-	stored, reused, err := h.ours.AddToRestart(o, counted)
-	if h.ours.Restarting() != (h.restart != nil) {
-		h.t.Fatalf("Restarting() = %v, harness restart %v", h.ours.Restarting(), h.restart != nil)
+	stored, reused, err := h.ours.AddToReplace(o, counted)
+	if h.ours.Replacing() != (h.paged != nil) {
+		h.t.Fatalf("Replacing() = %v, harness replace %v", h.ours.Replacing(), h.paged != nil)
 	}
 	if _, kerr := toolscache.DeletionHandlingMetaNamespaceKeyFunc(o); kerr != nil {
 		if !errors.As(err, &toolscache.KeyError{}) {
-			h.t.Fatalf("AddToRestart(%v) error %v, want a KeyError", o, err)
+			h.t.Fatalf("AddToReplace(%v) error %v, want a KeyError", o, err)
 		}
 		return
 	}
-	if h.restart == nil {
-		if !errors.Is(err, ErrNoRestart) {
-			h.t.Fatalf("AddToRestart without a restart: error %v, want ErrNoRestart", err)
+	if h.paged == nil {
+		if !errors.Is(err, ErrNoReplace) {
+			h.t.Fatalf("AddToReplace without a paged replace: error %v, want ErrNoReplace", err)
 		}
 		return
 	}
 	wantReuse := h.reuse && inLive && sameVersion(live, o)
 	if reused != wantReuse {
-		h.t.Fatalf("AddToRestart(%v): reused %v, want %v (live %v)", o, reused, wantReuse, live)
+		h.t.Fatalf("AddToReplace(%v): reused %v, want %v (live %v)", o, reused, wantReuse, live)
 	}
 	if reused {
 		if stored != live || calls != 0 {
@@ -244,14 +244,14 @@ func (h *harness) addToRestart(o any, transform toolscache.TransformFunc) {
 	}
 	if err != nil {
 		if transform == nil || !strings.HasPrefix(err.Error(), "transforming: ") {
-			h.t.Fatalf("AddToRestart(%v): unexpected error %v", o, err)
+			h.t.Fatalf("AddToReplace(%v): unexpected error %v", o, err)
 		}
 		return
 	}
 	if !reused && transform == nil && stored != o {
-		h.t.Fatalf("AddToRestart stored %p, want the given %p", stored, o)
+		h.t.Fatalf("AddToReplace stored %p, want the given %p", stored, o)
 	}
-	h.restart = append(h.restart, stored)
+	h.paged = append(h.paged, stored)
 }
 
 func sameVersion(a, b any) bool {
@@ -266,28 +266,28 @@ func sameVersion(a, b any) bool {
 	return mb.GetResourceVersion() != "" && ma.GetUID() == mb.GetUID() && ma.GetResourceVersion() == mb.GetResourceVersion()
 }
 
-// finishRestart finishes our restart, hands the oracle the equivalent
+// finishReplace finishes our paged replace, hands the oracle the equivalent
 // Replace and checks the Diff against the oracle's generations.
-func (h *harness) finishRestart(rv string) {
+func (h *harness) finishReplace(rv string) {
 	h.t.Helper()
-	d, err := h.ours.FinishRestart(rv)
-	if h.restart == nil {
-		if !errors.Is(err, ErrNoRestart) || d != nil {
-			h.t.Fatalf("FinishRestart without a restart = %v, %v; want ErrNoRestart", d, err)
+	d, err := h.ours.FinishReplace(rv)
+	if h.paged == nil {
+		if !errors.Is(err, ErrNoReplace) || d != nil {
+			h.t.Fatalf("FinishReplace without a paged replace = %v, %v; want ErrNoReplace", d, err)
 		}
 		return
 	}
 	if err != nil {
-		h.t.Fatalf("FinishRestart: %v", err)
+		h.t.Fatalf("FinishReplace: %v", err)
 	}
 	old := h.oracleItems()
-	h.sameErr("Replace (oracle of FinishRestart)", nil, h.oracle.Replace(slices.Clone(h.restart), rv))
-	checkDiff(h.t, d, rv, old, h.restart)
-	h.restart = nil
+	h.sameErr("Replace (oracle of FinishReplace)", nil, h.oracle.Replace(slices.Clone(h.paged), rv))
+	checkDiff(h.t, d, rv, old, h.paged)
+	h.paged = nil
 }
 
 // checkDiff checks d against the old items and the objects added to the
-// restart, in order.
+// paged replace, in order.
 func checkDiff(t testing.TB, d *Diff, rv string, old map[string]any, added []any) {
 	t.Helper()
 	if d.ResourceVersion != rv {

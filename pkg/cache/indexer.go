@@ -15,7 +15,7 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 
 // Indexer is a thread-safe store of objects with indices. It implements
 // client-go's cache.Indexer with the same observable behaviour, and adds a
-// restart buffer (see StartRestart) that lets a relist build the next
+// replace buffer (see StartReplace) that lets a relist build the next
 // generation of the store while readers keep using the current one.
 //
 // As with client-go's indexer, objects handed in or out are shared: callers
@@ -24,12 +24,12 @@ type Indexer struct {
 	keyFunc     toolscache.KeyFunc
 	relistReuse bool
 
-	// restartMu guards the restart buffer and serializes the writers that
-	// build a whole generation (Replace, AddIndexers, FinishRestart), so that
+	// replaceMu guards the replace buffer and serializes the writers that
+	// build a whole generation (Replace, AddIndexers, FinishReplace), so that
 	// they can do the O(n) work without holding mu for writing.
-	// Lock order: restartMu, then mu.
-	restartMu sync.Mutex
-	buffer    *restart // nil when no restart is in progress
+	// Lock order: replaceMu, then mu.
+	replaceMu sync.Mutex
+	buffer    *pagedReplace // nil when no paged replace is in progress
 
 	// mu guards the live generation and the store's resourceVersion.
 	mu   sync.RWMutex
@@ -45,7 +45,7 @@ type Indexer struct {
 	indexers []namedIndexer
 	byName   map[string]int
 
-	// testHookBeforeWriteLock, if set, runs where FinishRestart and
+	// testHookBeforeWriteLock, if set, runs where FinishReplace and
 	// AddIndexers go from the read lock to the write lock.
 	testHookBeforeWriteLock func()
 }
@@ -58,8 +58,8 @@ type config struct {
 }
 
 // WithRelistReuse turns relist reuse on or off (it is on by default): with
-// it, a restart buffers the live object in place of a new copy whose key, UID
-// and resourceVersion are the same. See AddToRestart.
+// it, a replace buffers the live object in place of a new copy whose key, UID
+// and resourceVersion are the same. See AddToReplace.
 func WithRelistReuse(enabled bool) Option {
 	return func(c *config) { c.relistReuse = enabled }
 }
@@ -209,10 +209,10 @@ func (c *Indexer) ListKeys() []string {
 // generation is built and indexed before it is swapped in, so readers keep
 // the old one meanwhile; if a key cannot be computed, Replace returns the
 // KeyError and leaves the store unchanged. The same key twice: the later
-// object wins. A restart in progress is not affected.
+// object wins. A paged replace in progress is not affected.
 func (c *Indexer) Replace(list []any, resourceVersion string) error {
-	c.restartMu.Lock() // holds the indexers still while building
-	defer c.restartMu.Unlock()
+	c.replaceMu.Lock() // holds the indexers still while building
+	defer c.replaceMu.Unlock()
 	gen := newGeneration(len(list), c.indexers, nil)
 	for _, obj := range list {
 		key, err := c.key(obj)
@@ -242,7 +242,7 @@ func (c *Indexer) Bookmark(rv string) {
 
 // LastStoreSyncResourceVersion returns the resourceVersion the store's
 // contents are consistent with: that of the last write, Replace,
-// FinishRestart or Bookmark. Like client-go's, it returns "" unless the
+// FinishReplace or Bookmark. Like client-go's, it returns "" unless the
 // AtomicFIFO feature gate is enabled.
 func (c *Indexer) LastStoreSyncResourceVersion() string {
 	if !clientgofeatures.FeatureGates().Enabled(clientgofeatures.AtomicFIFO) {
@@ -362,12 +362,12 @@ func (c *Indexer) GetIndexers() toolscache.Indexers {
 }
 
 // AddIndexers adds indices and indexes the objects already stored, in the
-// live generation and in a restart in progress. A name that already exists
+// live generation and in a paged replace in progress. A name that already exists
 // is an error ("indexer conflict"), and then nothing is added. The live
 // index is built under the read lock, so readers do not wait for it.
 func (c *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
-	c.restartMu.Lock()
-	defer c.restartMu.Unlock()
+	c.replaceMu.Lock()
+	defer c.replaceMu.Unlock()
 
 	var conflicts []string
 	for name := range newIndexers {

@@ -30,12 +30,12 @@ func upsert(o any) step                { return func(h *harness) { h.upsert(o) }
 func remove(o any) step                { return func(h *harness) { h.remove(o) } }
 func replace(rv string, l ...any) step { return func(h *harness) { h.replace(l, rv) } }
 func bookmark(rv string) step          { return func(h *harness) { h.bookmark(rv) } }
-func start() step                      { return func(h *harness) { h.startRestart() } }
-func abort() step                      { return func(h *harness) { h.abortRestart() } }
-func finish(rv string) step            { return func(h *harness) { h.finishRestart(rv) } }
-func buffer(o any) step                { return func(h *harness) { h.addToRestart(o, nil) } }
+func start() step                      { return func(h *harness) { h.startReplace() } }
+func abort() step                      { return func(h *harness) { h.abortReplace() } }
+func finish(rv string) step            { return func(h *harness) { h.finishReplace(rv) } }
+func buffer(o any) step                { return func(h *harness) { h.addToReplace(o, nil) } }
 func bufferT(o any, tf toolscache.TransformFunc) step {
-	return func(h *harness) { h.addToRestart(o, tf) }
+	return func(h *harness) { h.addToReplace(o, tf) }
 }
 func addIndexers(names ...string) step {
 	return func(h *harness) {
@@ -140,15 +140,15 @@ func TestIndexerAgainstClientGo(t *testing.T) {
 		{name: "conflicting names add nothing", steps: []step{
 			add(a0), addIndexers("color", "name"), addIndexers("name"), addIndexers("name"),
 		}},
-		{name: "restart replaces the live generation", steps: []step{
+		{name: "paged replace replaces the live generation", steps: []step{
 			add(a0), add(a1), add(b1),
 			start(), buffer(a1new), buffer(c2), buffer(norv),
 			finish("10"),
 		}},
-		{name: "restart of an empty store and to an empty store", steps: []step{
+		{name: "paged replace of an empty store and to an empty store", steps: []step{
 			start(), finish("1"), add(a0), add(a1), start(), finish("2"),
 		}},
-		{name: "restart reuses unchanged objects", reuse: true, steps: []step{
+		{name: "paged replace reuses unchanged objects", reuse: true, steps: []step{
 			add(a0), add(a1), add(b1), add(norv),
 			start(),
 			buffer(copyOf(a0)),    // reused
@@ -157,10 +157,10 @@ func TestIndexerAgainstClientGo(t *testing.T) {
 			buffer(copyOf(norv)),                         // no rv: not reused
 			finish("11"),
 		}},
-		{name: "restart without reuse keeps the new copies", steps: []step{
+		{name: "paged replace without reuse keeps the new copies", steps: []step{
 			add(a0), add(a1), start(), buffer(copyOf(a0)), buffer(copyOf(a1)), finish("12"),
 		}},
-		{name: "same key twice in a restart: the later wins", reuse: true, steps: []step{
+		{name: "same key twice in a paged replace: the later wins", reuse: true, steps: []step{
 			add(a0), add(a1),
 			start(), buffer(copyOf(a0)), buffer(b1), buffer(a0blue), buffer(copyOf(a1)), buffer(a0tags),
 			finish("13"),
@@ -173,26 +173,26 @@ func TestIndexerAgainstClientGo(t *testing.T) {
 			bufferT("not an object", annotate), // KeyError
 			finish("14"),
 		}},
-		{name: "abort and the restart ops without a restart", steps: []step{
+		{name: "abort and the paged replace ops without a paged replace", steps: []step{
 			add(a0), buffer(a1), finish("1"),
 			start(), buffer(a1), abort(),
 			buffer(b1), finish("2"), abort(),
 		}},
-		{name: "start discards a restart in progress", steps: []step{
+		{name: "start discards a paged replace in progress", steps: []step{
 			add(a0), start(), buffer(a1), start(), buffer(b1), finish("15"),
 		}},
-		{name: "live writes during a restart are replaced by the swap", reuse: true, steps: []step{
+		{name: "live writes during a paged replace are replaced by the swap", reuse: true, steps: []step{
 			add(a0), add(a1),
 			start(), buffer(copyOf(a0)), add(b1), update(a1new), del(a0), bookmark("20"), buffer(c2),
 			finish("16"),
 		}},
-		{name: "add indexers during a restart", reuse: true, steps: []step{
+		{name: "add indexers during a paged replace", reuse: true, steps: []step{
 			add(a0), add(b1),
 			start(), buffer(copyOf(a0)), buffer(a1),
 			addIndexers("name"),
 			buffer(c2), finish("17"),
 		}},
-		{name: "replace during a restart", steps: []step{
+		{name: "replace during a paged replace", steps: []step{
 			add(a0), start(), buffer(a1), replace("30", b1, c2), finish("18"),
 		}},
 	}
@@ -274,7 +274,7 @@ func TestIndexFuncErrorPanics(t *testing.T) {
 		}
 	})
 
-	t.Run("AddToRestart and Replace", func(t *testing.T) {
+	t.Run("AddToReplace and Replace", func(t *testing.T) {
 		ours := NewIndexer(kf, toolscache.Indexers{"f": failingIndex})
 		if err := ours.Add(good); err != nil {
 			t.Fatal(err)
@@ -285,9 +285,9 @@ func TestIndexFuncErrorPanics(t *testing.T) {
 		if keys := ours.ListKeys(); len(keys) != 1 || keys[0] != "a/good" {
 			t.Fatalf("after a panicking Replace the store holds %v, want [a/good]", keys)
 		}
-		ours.StartRestart()
-		if msg := panicMessage(func() { _, _, _ = ours.AddToRestart(bad, nil) }); !strings.Contains(msg, "cannot index") {
-			t.Fatalf("AddToRestart panicked with %q", msg)
+		ours.StartReplace()
+		if msg := panicMessage(func() { _, _, _ = ours.AddToReplace(bad, nil) }); !strings.Contains(msg, "cannot index") {
+			t.Fatalf("AddToReplace panicked with %q", msg)
 		}
 	})
 }
@@ -402,27 +402,27 @@ func TestLargeIndexSetsAgainstClientGo(t *testing.T) {
 	}
 	compare("after moves between groups")
 
-	// The same through a restart and a Replace (new resourceVersions: a
+	// The same through a paged replace and a Replace (new resourceVersions: a
 	// relist of changed objects, so relist reuse does not apply).
-	ours.StartRestart()
+	ours.StartReplace()
 	var list []any
 	for i := range 60 {
 		o := obj(i, i%2)
 		o.ResourceVersion = fmt.Sprint(1000 + i)
-		if _, _, err := ours.AddToRestart(o, nil); err != nil {
+		if _, _, err := ours.AddToReplace(o, nil); err != nil {
 			t.Fatal(err)
 		}
 		list = append(list, o)
 	}
-	if _, err := ours.FinishRestart("1000"); err != nil {
+	if _, err := ours.FinishReplace("1000"); err != nil {
 		t.Fatal(err)
 	}
 	if err := oracle.Replace(list, "1000"); err != nil {
 		t.Fatal(err)
 	}
-	compare("after a restart")
+	compare("after a paged replace")
 	for i := 0; i < 60; i += 2 {
 		both(func(s toolscache.Indexer) error { return s.Delete(obj(i, i%2)) })
 	}
-	compare("after deletes from a restarted generation")
+	compare("after deletes from a replaced generation")
 }

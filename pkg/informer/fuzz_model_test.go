@@ -264,8 +264,8 @@ func (z *pipelineFuzz) step(i int) {
 		rv := z.resourceVersion()
 		err := z.handle(listerwatcher.Event{Type: listerwatcher.RestartDone, ResourceVersion: rv})
 		if m.buffer == nil {
-			if !errors.Is(err, cache.ErrNoRestart) {
-				t.Fatalf("op %d: RestartDone without a restart returned %v, want ErrNoRestart", i, err)
+			if !errors.Is(err, cache.ErrNoReplace) {
+				t.Fatalf("op %d: RestartDone without a restart returned %v, want ErrNoReplace", i, err)
 			}
 			return
 		}
@@ -401,7 +401,7 @@ func (z *pipelineFuzz) checkStore(i int) {
 	if synced := z.inf.HasSynced(); synced != m.synced {
 		t.Fatalf("op %d: HasSynced %v, want %v", i, synced, m.synced)
 	}
-	if restarting := z.inf.indexer.Restarting(); restarting != (m.buffer != nil) {
+	if restarting := z.inf.indexer.Replacing(); restarting != (m.buffer != nil) {
 		t.Fatalf("op %d: store restarting %v, want %v", i, restarting, m.buffer != nil)
 	}
 }

@@ -155,7 +155,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 		utilruntime.HandleErrorWithContext(ctx, err, "Informer pipeline stopped", "type", s.objectDescription)
 	}
 	// A restart cut short by the stop leaves a half-filled buffer behind.
-	s.indexer.AbortRestart()
+	s.indexer.AbortReplace()
 
 	s.startedMu.Lock()
 	s.stopped = true // no new handlers from here on
@@ -237,7 +237,7 @@ func (s *SharedIndexInformer) resyncLoop(logger klog.Logger, period time.Duratio
 			return
 		case <-ticker.C():
 		}
-		if !s.HasSynced() || s.indexer.Restarting() {
+		if !s.HasSynced() || s.indexer.Replacing() {
 			continue
 		}
 		if !s.processor.shouldResync() {

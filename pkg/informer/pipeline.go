@@ -86,7 +86,7 @@ func (p *pipeline) startRestart(ev listerwatcher.Event) {
 		p.transform = p.s.cfg.storeTransform(checkedTransform(p.s.transform))
 		p.s.startedMu.Unlock()
 	}
-	p.s.indexer.StartRestart()
+	p.s.indexer.StartReplace()
 	p.restartReason = ev.Reason
 	p.restartStrategy = ev.Strategy
 	p.restartStarted = time.Now()
@@ -98,7 +98,7 @@ func (p *pipeline) addPage(ctx context.Context, objs []runtime.Object) {
 	p.restartPages++
 	dropped := 0
 	for i, obj := range objs {
-		if _, _, err := p.s.indexer.AddToRestart(obj, p.transform); err != nil {
+		if _, _, err := p.s.indexer.AddToReplace(obj, p.transform); err != nil {
 			dropped++
 			utilruntime.HandleErrorWithContext(ctx, err, "Dropping listed object", "type", p.s.objectDescription)
 		}
@@ -115,7 +115,7 @@ func (p *pipeline) addPage(ctx context.Context, objs []runtime.Object) {
 func (p *pipeline) finishRestart(rv string) error {
 	isInitial := !p.s.HasSynced()
 	p.s.blockDeltas.Lock()
-	diff, err := p.s.indexer.FinishRestart(rv)
+	diff, err := p.s.indexer.FinishReplace(rv)
 	if err != nil {
 		p.s.blockDeltas.Unlock()
 		return fmt.Errorf("finishing restart at resourceVersion %q: %w", rv, err)

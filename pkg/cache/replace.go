@@ -9,32 +9,32 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// ErrNoRestart is returned by AddToRestart and FinishRestart when no restart
+// ErrNoReplace is returned by AddToReplace and FinishReplace when no paged replace
 // is in progress.
-var ErrNoRestart = errors.New("no restart in progress")
+var ErrNoReplace = errors.New("no paged replace in progress")
 
-// restart is the buffer of a restart in progress: the next generation, built
+// pagedReplace is the buffer of a paged replace in progress: the next generation, built
 // page by page, indices included, while readers use the live one.
-type restart struct {
+type pagedReplace struct {
 	gen *generation
 	// changes holds the buffered keys in order of first occurrence: the
-	// diff's list order. Their Old and New are filled when the restart
+	// diff's list order. Their Old and New are filled when the paged replace
 	// finishes, in place, so that finishing allocates nothing in proportion
 	// to the collection at the moment both generations are alive.
 	changes []Change
 }
 
-// Diff is what finishing a restart changed: everything an informer needs to
+// Diff is what finishing a paged replace changed: everything an informer needs to
 // notify its handlers without reading the store again.
 type Diff struct {
-	// ResourceVersion is the resourceVersion the restart finished at.
+	// ResourceVersion is the resourceVersion the paged replace finished at.
 	ResourceVersion string
 	// Deleted holds the keys of the replaced generation that the new one
 	// lacks, each with the last object stored under it, ready for OnDelete.
 	// Their order is unspecified.
 	Deleted []toolscache.DeletedFinalStateUnknown
 	// Changes holds every object of the new generation, in the order its key
-	// was first added to the restart (the object is the last one added under
+	// was first added to the paged replace (the object is the last one added under
 	// that key). Old is the object the key held before the swap, or nil if
 	// the key is new. Objects kept by relist reuse have Old == New: the very
 	// same pointer.
@@ -44,47 +44,47 @@ type Diff struct {
 	Reused int
 }
 
-// Change is one key of a finished restart: added if Old is nil, otherwise
+// Change is one key of a finished paged replace: added if Old is nil, otherwise
 // updated from Old to New (possibly the same object).
 type Change struct {
 	Key      string
 	Old, New any
 }
 
-// StartRestart opens an empty restart buffer, discarding any restart in
-// progress. Until FinishRestart, readers and live writes keep using the live
+// StartReplace opens an empty replace buffer, discarding any paged replace in
+// progress. Until FinishReplace, readers and live writes keep using the live
 // generation.
-func (c *Indexer) StartRestart() {
-	c.restartMu.Lock()
-	defer c.restartMu.Unlock()
+func (c *Indexer) StartReplace() {
+	c.replaceMu.Lock()
+	defer c.replaceMu.Unlock()
 	c.buffer = nil // let a discarded buffer go before allocating the next
 	// The collection is most likely about as large as it was: size the maps
 	// for that rather than growing them (and their garbage) page by page.
 	c.mu.RLock()
 	size, indexSizes := len(c.live.items), c.live.indexSizes()
 	c.mu.RUnlock()
-	c.buffer = &restart{
+	c.buffer = &pagedReplace{
 		gen:     newGeneration(size, c.indexers, indexSizes),
 		changes: make([]Change, 0, size),
 	}
 }
 
-// Restarting reports whether a restart is in progress.
-func (c *Indexer) Restarting() bool {
-	c.restartMu.Lock()
-	defer c.restartMu.Unlock()
+// Replacing reports whether a paged replace is in progress.
+func (c *Indexer) Replacing() bool {
+	c.replaceMu.Lock()
+	defer c.replaceMu.Unlock()
 	return c.buffer != nil
 }
 
-// AbortRestart discards the restart in progress, if any; the live
+// AbortReplace discards the paged replace in progress, if any; the live
 // generation stays as it is.
-func (c *Indexer) AbortRestart() {
-	c.restartMu.Lock()
-	defer c.restartMu.Unlock()
+func (c *Indexer) AbortReplace() {
+	c.replaceMu.Lock()
+	defer c.replaceMu.Unlock()
 	c.buffer = nil
 }
 
-// AddToRestart buffers one object of a restart page and returns the object
+// AddToReplace buffers one object of a replace page and returns the object
 // actually buffered. Its key is computed on obj as given (a KeyError if it
 // cannot be). With relist reuse on, if the live generation holds an object
 // with the same key, UID and non-empty resourceVersion, that live object is
@@ -92,14 +92,14 @@ func (c *Indexer) AbortRestart() {
 // true). Otherwise transform, if not nil, is applied to obj first, without
 // the store's locks held; if it fails, nothing is buffered and its error is
 // returned wrapped. Adding a key already buffered replaces the buffered
-// object. It returns ErrNoRestart if no restart is in progress.
-func (c *Indexer) AddToRestart(obj any, transform toolscache.TransformFunc) (stored any, reused bool, err error) {
+// object. It returns ErrNoReplace if no paged replace is in progress.
+func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (stored any, reused bool, err error) {
 	key, err := c.key(obj)
 	if err != nil {
 		return nil, false, err
 	}
-	if !c.Restarting() { // spare the transform
-		return nil, false, ErrNoRestart
+	if !c.Replacing() { // spare the transform
+		return nil, false, ErrNoReplace
 	}
 	if c.relistReuse {
 		stored, reused = c.unchangedLive(key, obj)
@@ -113,10 +113,10 @@ func (c *Indexer) AddToRestart(obj any, transform toolscache.TransformFunc) (sto
 		}
 	}
 
-	c.restartMu.Lock()
-	defer c.restartMu.Unlock()
+	c.replaceMu.Lock()
+	defer c.replaceMu.Unlock()
 	if c.buffer == nil { // aborted meanwhile
-		return nil, false, ErrNoRestart
+		return nil, false, ErrNoReplace
 	}
 	if _, existed := c.buffer.gen.put(c.indexers, key, stored); !existed {
 		c.buffer.changes = append(c.buffer.changes, Change{Key: key})
@@ -145,19 +145,19 @@ func (c *Indexer) unchangedLive(key string, obj any) (any, bool) {
 	return live, true
 }
 
-// FinishRestart makes the restart buffer the live generation at
+// FinishReplace makes the replace buffer the live generation at
 // resourceVersion and returns the difference to the generation it replaced,
 // which is dropped as a whole (objects that handlers or the Diff still hold
 // stay valid). The diff is computed under the read lock; the write lock is
 // held only for the swap, unless a live write came in between, in which case
-// the diff is computed again under it. It returns ErrNoRestart if no restart
+// the diff is computed again under it. It returns ErrNoReplace if no paged replace
 // is in progress.
-func (c *Indexer) FinishRestart(resourceVersion string) (*Diff, error) {
-	c.restartMu.Lock()
-	defer c.restartMu.Unlock()
+func (c *Indexer) FinishReplace(resourceVersion string) (*Diff, error) {
+	c.replaceMu.Lock()
+	defer c.replaceMu.Unlock()
 	buf := c.buffer
 	if buf == nil {
-		return nil, ErrNoRestart
+		return nil, ErrNoReplace
 	}
 	d := &Diff{ResourceVersion: resourceVersion}
 	seen := c.diffLive(buf, d)
@@ -179,7 +179,7 @@ func (c *Indexer) FinishRestart(resourceVersion string) (*Diff, error) {
 
 // diffLive fills d under the read lock and returns the live write count it
 // reflects.
-func (c *Indexer) diffLive(buf *restart, d *Diff) uint64 {
+func (c *Indexer) diffLive(buf *pagedReplace, d *Diff) uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	buf.diff(c.live, d)
@@ -188,7 +188,7 @@ func (c *Indexer) diffLive(buf *restart, d *Diff) uint64 {
 
 // diff fills d with the difference from live to the buffer, reusing d's
 // slices.
-func (r *restart) diff(live *generation, d *Diff) {
+func (r *pagedReplace) diff(live *generation, d *Diff) {
 	d.Changes = r.changes
 	d.Reused = 0
 	for i := range d.Changes {

@@ -27,11 +27,11 @@ func fill(t *testing.T, c *Indexer, n int) []*pom {
 	return objs
 }
 
-func mustAddToRestart(t *testing.T, c *Indexer, o any, tf toolscache.TransformFunc) (any, bool) {
+func mustAddToReplace(t *testing.T, c *Indexer, o any, tf toolscache.TransformFunc) (any, bool) {
 	t.Helper()
-	stored, reused, err := c.AddToRestart(o, tf)
+	stored, reused, err := c.AddToReplace(o, tf)
 	if err != nil {
-		t.Fatalf("AddToRestart(%v): %v", o, err)
+		t.Fatalf("AddToReplace(%v): %v", o, err)
 	}
 	return stored, reused
 }
@@ -45,11 +45,11 @@ func TestRelistReuseKeepsPointerIdentity(t *testing.T) {
 			transformed := 0
 			tf := func(o any) (any, error) { transformed++; return o, nil }
 
-			c.StartRestart()
+			c.StartReplace()
 			copies := make([]*pom, n)
 			for i, o := range live {
 				copies[i] = o.DeepCopy()
-				stored, reused := mustAddToRestart(t, c, copies[i], tf)
+				stored, reused := mustAddToReplace(t, c, copies[i], tf)
 				want := any(copies[i])
 				if reuse {
 					want = o
@@ -58,7 +58,7 @@ func TestRelistReuseKeepsPointerIdentity(t *testing.T) {
 					t.Fatalf("object %d: stored %p reused %v; want %p reused %v", i, stored, reused, want, reuse)
 				}
 			}
-			d, err := c.FinishRestart("2")
+			d, err := c.FinishReplace("2")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,8 +110,8 @@ func TestRelistReuseNeedsSameUIDAndResourceVersion(t *testing.T) {
 			if err := c.Add(live); err != nil {
 				t.Fatal(err)
 			}
-			c.StartRestart()
-			stored, reused := mustAddToRestart(t, c, tc.next, nil)
+			c.StartReplace()
+			stored, reused := mustAddToReplace(t, c, tc.next, nil)
 			if reused != tc.wantReuse || (stored == any(live)) != tc.wantReuse {
 				t.Fatalf("reused %v, stored live object %v; want %v", reused, stored == any(live), tc.wantReuse)
 			}
@@ -123,14 +123,14 @@ func TestRelistReuseNeedsSameUIDAndResourceVersion(t *testing.T) {
 		if err := c.Add(obj("a", "x", "uid-1", "", nil)); err != nil {
 			t.Fatal(err)
 		}
-		c.StartRestart()
-		if _, reused := mustAddToRestart(t, c, obj("a", "x", "uid-1", "", nil), nil); reused {
+		c.StartReplace()
+		if _, reused := mustAddToReplace(t, c, obj("a", "x", "uid-1", "", nil), nil); reused {
 			t.Fatal("an object without resourceVersion was reused")
 		}
 	})
 }
 
-func TestFinishRestartDiff(t *testing.T) {
+func TestFinishReplaceDiff(t *testing.T) {
 	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers())
 	kept := obj("a", "kept", "u1", "1", nil)
 	changed := obj("a", "changed", "u2", "1", nil)
@@ -145,11 +145,11 @@ func TestFinishRestartDiff(t *testing.T) {
 	changedNew := obj("a", "changed", "u2", "2", nil)
 	addedAgain := obj("b", "added", "u5", "3", nil)
 
-	c.StartRestart()
+	c.StartReplace()
 	for _, o := range []*pom{added, kept.DeepCopy(), changedNew, addedAgain} {
-		mustAddToRestart(t, c, o, nil)
+		mustAddToReplace(t, c, o, nil)
 	}
-	d, err := c.FinishRestart("9")
+	d, err := c.FinishReplace("9")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,22 +173,22 @@ func TestFinishRestartDiff(t *testing.T) {
 	if rv := c.LastStoreSyncResourceVersion(); rv != "9" {
 		t.Errorf("LastStoreSyncResourceVersion = %q, want 9", rv)
 	}
-	if c.Restarting() {
-		t.Error("Restarting() after FinishRestart")
+	if c.Replacing() {
+		t.Error("Replacing() after FinishReplace")
 	}
 }
 
 // A live write between the diff (read lock) and the swap (write lock) makes
-// FinishRestart compute the diff again against what it really replaces.
-func TestFinishRestartRecomputesDiffAfterLiveWrite(t *testing.T) {
+// FinishReplace compute the diff again against what it really replaces.
+func TestFinishReplaceRecomputesDiffAfterLiveWrite(t *testing.T) {
 	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
 	a := obj("a", "a", "ua", "1", nil)
 	b := obj("a", "b", "ub", "1", nil)
 	if err := c.Add(a); err != nil {
 		t.Fatal(err)
 	}
-	c.StartRestart()
-	mustAddToRestart(t, c, a.DeepCopy(), nil)
+	c.StartReplace()
+	mustAddToReplace(t, c, a.DeepCopy(), nil)
 
 	a2 := obj("a", "a", "ua", "2", nil)
 	c.testHookBeforeWriteLock = func() {
@@ -200,7 +200,7 @@ func TestFinishRestartRecomputesDiffAfterLiveWrite(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	d, err := c.FinishRestart("3")
+	d, err := c.FinishReplace("3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestFinishRestartRecomputesDiffAfterLiveWrite(t *testing.T) {
 		t.Errorf("Changes = %v Reused %d, want a/a from %p (written last) to the reused %p", d.Changes, d.Reused, a2, a)
 	}
 	if len(d.Deleted) != 1 || d.Deleted[0].Key != "a/b" || d.Deleted[0].Obj != any(b) {
-		t.Errorf("Deleted = %v, want a/b written during the restart", d.Deleted)
+		t.Errorf("Deleted = %v, want a/b written during the paged replace", d.Deleted)
 	}
 }
 
@@ -235,37 +235,37 @@ func TestAddIndexersReindexesAfterLiveWrite(t *testing.T) {
 	}
 }
 
-func TestRestartOpsWithoutRestart(t *testing.T) {
+func TestReplaceOpsWithoutReplace(t *testing.T) {
 	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
-	if c.Restarting() {
-		t.Fatal("a new indexer is restarting")
+	if c.Replacing() {
+		t.Fatal("a new indexer is replacing")
 	}
-	if _, _, err := c.AddToRestart(obj("a", "x", "", "1", nil), nil); !errors.Is(err, ErrNoRestart) {
-		t.Errorf("AddToRestart error %v, want ErrNoRestart", err)
+	if _, _, err := c.AddToReplace(obj("a", "x", "", "1", nil), nil); !errors.Is(err, ErrNoReplace) {
+		t.Errorf("AddToReplace error %v, want ErrNoReplace", err)
 	}
-	if _, err := c.FinishRestart("1"); !errors.Is(err, ErrNoRestart) {
-		t.Errorf("FinishRestart error %v, want ErrNoRestart", err)
+	if _, err := c.FinishReplace("1"); !errors.Is(err, ErrNoReplace) {
+		t.Errorf("FinishReplace error %v, want ErrNoReplace", err)
 	}
-	c.StartRestart()
-	if !c.Restarting() {
-		t.Fatal("not restarting after StartRestart")
+	c.StartReplace()
+	if !c.Replacing() {
+		t.Fatal("not replacing after StartReplace")
 	}
-	c.AbortRestart()
-	if c.Restarting() {
-		t.Fatal("restarting after AbortRestart")
+	c.AbortReplace()
+	if c.Replacing() {
+		t.Fatal("replacing after AbortReplace")
 	}
-	c.StartRestart()
-	_, _, err := c.AddToRestart(obj("a", "x", "", "1", nil), failTransform)
+	c.StartReplace()
+	_, _, err := c.AddToReplace(obj("a", "x", "", "1", nil), failTransform)
 	if err == nil || err.Error() != "transforming: boom" {
 		t.Errorf("a failing transform gave %v, want transforming: boom", err)
 	}
 	var keyErr toolscache.KeyError
-	if _, _, err := c.AddToRestart("not an object", nil); !errors.As(err, &keyErr) {
+	if _, _, err := c.AddToReplace("not an object", nil); !errors.As(err, &keyErr) {
 		t.Errorf("an object without a key gave %v, want a KeyError", err)
 	}
 }
 
-// TestConcurrentReadersSeeWholeGenerations: while restarts replace
+// TestConcurrentReadersSeeWholeGenerations: while paged replaces
 // generation k by generation k+1 (other objects, other sizes), every read
 // sees one complete generation.
 func TestConcurrentReadersSeeWholeGenerations(t *testing.T) {
@@ -348,13 +348,13 @@ func TestConcurrentReadersSeeWholeGenerations(t *testing.T) {
 		})
 	}
 	for gen := 1; gen <= generations && !t.Failed(); gen++ {
-		c.StartRestart()
+		c.StartReplace()
 		for _, o := range build(gen) {
-			if _, _, err := c.AddToRestart(o, nil); err != nil {
+			if _, _, err := c.AddToReplace(o, nil); err != nil {
 				t.Error(err)
 			}
 		}
-		d, err := c.FinishRestart(strconv.Itoa(gen))
+		d, err := c.FinishReplace(strconv.Itoa(gen))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,6 +365,6 @@ func TestConcurrentReadersSeeWholeGenerations(t *testing.T) {
 	done.Store(true)
 	wg.Wait()
 	if reads.Load() == 0 {
-		t.Fatal("no reads ran during the restarts")
+		t.Fatal("no reads ran during the paged replaces")
 	}
 }
