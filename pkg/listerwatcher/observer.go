@@ -1,6 +1,7 @@
 package listerwatcher
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,3 +43,47 @@ func (NoopObserver) StrategyFallback(error) {}
 
 // Backoff implements Observer.
 func (NoopObserver) Backoff(time.Duration, error) {}
+
+// joinObservers returns one Observer that calls each of obs in turn.
+func joinObservers(obs []Observer) Observer {
+	switch len(obs) {
+	case 0:
+		return NoopObserver{}
+	case 1:
+		return obs[0]
+	}
+	return observers(slices.Clone(obs))
+}
+
+// observers calls each of its Observers in turn.
+type observers []Observer
+
+func (o observers) ListRequest(opts metav1.ListOptions, items int, d time.Duration, err error) {
+	for _, x := range o {
+		x.ListRequest(opts, items, d, err)
+	}
+}
+
+func (o observers) WatchStarted(opts metav1.ListOptions) {
+	for _, x := range o {
+		x.WatchStarted(opts)
+	}
+}
+
+func (o observers) WatchEnded(d time.Duration, events int, err error) {
+	for _, x := range o {
+		x.WatchEnded(d, events, err)
+	}
+}
+
+func (o observers) StrategyFallback(err error) {
+	for _, x := range o {
+		x.StrategyFallback(err)
+	}
+}
+
+func (o observers) Backoff(delay time.Duration, err error) {
+	for _, x := range o {
+		x.Backoff(delay, err)
+	}
+}

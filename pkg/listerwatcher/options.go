@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,7 +46,9 @@ type Backoff struct {
 	ResetAfter time.Duration
 }
 
-func (b Backoff) validate() error {
+// Validate reports what makes b unusable: a negative delay, a Factor below
+// 1, a Cap below Initial.
+func (b Backoff) Validate() error {
 	switch {
 	case b.Initial < 0:
 		return fmt.Errorf("backoff Initial %v is negative", b.Initial)
@@ -74,6 +77,7 @@ type config struct {
 	expectedType    reflect.Type
 	expectedGVK     *schema.GroupVersionKind
 	errorHandler    func(ctx context.Context, err error)
+	observers       []Observer // as given; New joins them into observer
 	observer        Observer
 	clock           clock.WithTicker
 	name            string
@@ -87,7 +91,6 @@ func defaultConfig() config {
 		minWatchTimeout: DefaultMinWatchTimeout,
 		idleTimeout:     DefaultStreamingIdleTimeout,
 		fallbackTTL:     DefaultFallbackTTL,
-		observer:        NoopObserver{},
 		clock:           clock.RealClock{},
 	}
 }
@@ -100,7 +103,7 @@ func (c *config) validate() error {
 	if c.pageSize < 0 {
 		errs = append(errs, fmt.Errorf("page size %d is negative", c.pageSize))
 	}
-	if err := c.backoff.validate(); err != nil {
+	if err := c.backoff.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.minWatchTimeout < time.Second {
@@ -112,7 +115,7 @@ func (c *config) validate() error {
 	if c.fallbackTTL < 0 {
 		errs = append(errs, fmt.Errorf("fallback TTL %v is negative", c.fallbackTTL))
 	}
-	if c.observer == nil {
+	if slices.Contains(c.observers, nil) {
 		errs = append(errs, errors.New("observer is nil"))
 	}
 	if c.clock == nil {
@@ -180,18 +183,36 @@ func WithExpectedType(example runtime.Object) Option {
 	}
 }
 
-// WithErrorHandler sets the function called with every failed LIST, failed
+// WithErrorHandler adds a function called with every failed LIST, failed
 // watch open, watch ended by an error (ErrVeryShortWatch included), consumer
 // error and failed streaming attempt, before the watcher reacts to it, as a
-// *Failure that says which step failed. The default logs expired resourceVersions at V(4), leaves failed streaming
-// attempts to Auto's fallback log line and reports the rest through
-// k8s.io/apimachinery's runtime.HandleError.
+// *Failure that says which step failed. Handlers given by several options
+// are all called, in the order given, so that a wrapper (the informer) and
+// its user can both listen; nil adds none. Without any, the watcher logs
+// expired resourceVersions at V(4), leaves failed streaming attempts to
+// Auto's fallback log line and reports the rest through k8s.io/apimachinery's
+// runtime.HandleError.
 func WithErrorHandler(h func(ctx context.Context, err error)) Option {
-	return func(c *config) { c.errorHandler = h }
+	return func(c *config) {
+		switch prev := c.errorHandler; {
+		case h == nil:
+		case prev == nil:
+			c.errorHandler = h
+		default:
+			c.errorHandler = func(ctx context.Context, err error) {
+				prev(ctx, err)
+				h(ctx, err)
+			}
+		}
+	}
 }
 
-// WithObserver sets the Observer of the watcher's requests (default none).
-func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+// WithObserver adds an Observer of the watcher's requests (default none).
+// Observers given by several options are all called, in the order given; a
+// nil one is an error of New.
+func WithObserver(o Observer) Option {
+	return func(c *config) { c.observers = append(c.observers, o) }
+}
 
 // WithClock sets the clock for backoffs and timeouts (fake clocks in tests).
 func WithClock(clk clock.WithTicker) Option { return func(c *config) { c.clock = clk } }

@@ -49,6 +49,7 @@ func New(lw toolscache.ListerWatcher, opts ...Option) (*Watcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("listerwatcher.New: %w", err)
 	}
+	cfg.observer = joinObservers(cfg.observers)
 	return &Watcher{
 		config:       cfg,
 		lw:           toolscache.ToListerWatcherWithContext(lw),
