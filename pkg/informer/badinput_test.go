@@ -286,13 +286,13 @@ func TestObjectsWithoutKeyAreDroppedAndLogged(t *testing.T) {
 }
 
 // The watcher drops watch events without metadata before they reach the
-// pipeline; should one arrive anyway, the pipeline logs it and changes
-// nothing.
-func TestPipelineLogsLiveObjectsWithoutKey(t *testing.T) {
+// store writer; should one arrive anyway, the store writer logs it and
+// changes nothing.
+func TestStoreWriterLogsLiveObjectsWithoutKey(t *testing.T) {
 	s := newServer(t, 0)
 	inf := newInformer(s, 0)
 	logs := &logSink{}
-	p := &pipeline{s: inf, logger: logr.Discard()}
+	w := inf.newStoreWriter(logr.Discard(), nil)
 	ctx := logs.context()
 	cm := configMap("kept")
 	cm.ResourceVersion = "5"
@@ -303,7 +303,7 @@ func TestPipelineLogsLiveObjectsWithoutKey(t *testing.T) {
 		{Type: listerwatcher.Added, Object: &keyless{}, ResourceVersion: "6"},
 		{Type: listerwatcher.Deleted, Object: &keyless{}, ResourceVersion: "7"},
 	} {
-		if err := p.Handle(ctx, ev); err != nil {
+		if err := w.Handle(ctx, ev); err != nil {
 			t.Fatalf("Handle(%v): %v", ev.Type, err)
 		}
 	}

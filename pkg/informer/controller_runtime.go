@@ -28,10 +28,15 @@ func NewCache(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 
 // NewCacheWith is NewCache with this package's options (list strategy, page
 // size, backoff, relist reuse, metrics) applied to every informer of the
-// cache.
+// cache. Invalid options make the returned function fail (so a manager
+// fails to start) with the error of ValidateOptions.
 func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 	return func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
-		if m := newConfig(options).metrics; m != nil {
+		c, err := newConfig(options)
+		if err != nil {
+			return nil, fmt.Errorf("informer.NewCacheWith: invalid informer options: %w", err)
+		}
+		if m := c.metrics; m != nil {
 			if err := m.Register(crmetrics.Registry); err != nil {
 				return nil, fmt.Errorf("registering leaninformer metrics with controller-runtime: %w", err)
 			}

@@ -24,8 +24,8 @@ import (
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 )
 
-// FuzzPipelineAgainstModel feeds random event sequences straight into the
-// informer's pipeline (the listerwatcher.Consumer the watcher drives) and
+// FuzzStoreWriterAgainstModel feeds random event sequences straight into the
+// informer's store writer (the listerwatcher.Consumer the watcher drives) and
 // checks after every event that the store holds what a plain-map model says
 // it must, and at the end that every handler rebuilt the store from its
 // notifications. Sequences cover pages, restarts cut short by a new
@@ -34,13 +34,13 @@ import (
 // a transform that fails or returns nil, handlers joining mid-stream, and
 // events a watcher never sends (pages or RestartDone outside a restart).
 //
-// Run it with: go test -run '^$' -fuzz FuzzPipelineAgainstModel ./pkg/informer/
-func FuzzPipelineAgainstModel(f *testing.F) {
-	for _, seed := range pipelineSeeds {
+// Run it with: go test -run '^$' -fuzz FuzzStoreWriterAgainstModel ./pkg/informer/
+func FuzzStoreWriterAgainstModel(f *testing.F) {
+	for _, seed := range writerSeeds {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		newPipelineFuzz(t, data).run()
+		newWriterFuzz(t, data).run()
 	})
 }
 
@@ -76,7 +76,7 @@ const (
 	rvEmpty        // none at all
 )
 
-var pipelineSeeds = [][]byte{
+var writerSeeds = [][]byte{
 	// initial list in two pages, a live add, modify and delete, a bookmark
 	{0, opStart, 0, opPage, 2, 0x10, 0x11, opPage, 1, 0x12, opDone, 5,
 		opAdded, 0x13, opModified, 0x10, opDeleted, 0x11, opBookmark, 9},
@@ -96,9 +96,9 @@ var pipelineSeeds = [][]byte{
 	{0, opDone, 1, opPage, 2, 0x10, 0x11, opDone, 1, opAdded, 0x12, opStart, 0, opDone, 2, opDone, 3},
 }
 
-// maxPipelineOps bounds one input's length, so that an input runs in
+// maxWriterOps bounds one input's length, so that an input runs in
 // milliseconds.
-const maxPipelineOps = 300
+const maxWriterOps = 300
 
 // modelObject is what the model knows of a stored object: the identity the
 // fuzz input gave it and whether the transform ran on it.
@@ -113,8 +113,8 @@ func (o modelObject) String() string {
 	return fmt.Sprintf("{uid %s rv %q serial %s transformed %v}", o.uid, o.rv, o.serial, o.transformed)
 }
 
-// pipelineModel is what the store must hold, as plain maps.
-type pipelineModel struct {
+// writerModel is what the store must hold, as plain maps.
+type writerModel struct {
 	live       map[string]modelObject
 	buffer     map[string]modelObject // nil when no restart is open
 	lastRV     string
@@ -124,13 +124,13 @@ type pipelineModel struct {
 	logsWanted map[string]int // HandleError messages the input must cause
 }
 
-type pipelineFuzz struct {
+type writerFuzz struct {
 	t     *testing.T
 	data  []byte
 	ctx   context.Context
 	inf   *SharedIndexInformer
-	p     *pipeline
-	model pipelineModel
+	w     *storeWriter
+	model writerModel
 
 	rv, serial int // the last resourceVersion and object serial handed out
 	mirrors    []*mirror
@@ -139,10 +139,10 @@ type pipelineFuzz struct {
 	logs  map[string]int
 }
 
-func newPipelineFuzz(t *testing.T, data []byte) *pipelineFuzz {
-	z := &pipelineFuzz{t: t, data: data, logs: map[string]int{}}
+func newWriterFuzz(t *testing.T, data []byte) *writerFuzz {
+	z := &writerFuzz{t: t, data: data, logs: map[string]int{}}
 	header := z.next()
-	z.model = pipelineModel{
+	z.model = writerModel{
 		live:       map[string]modelObject{},
 		reuse:      header&1 == 0,
 		transform:  int(header>>1) & 3,
@@ -151,7 +151,7 @@ func newPipelineFuzz(t *testing.T, data []byte) *pipelineFuzz {
 	return z
 }
 
-func (z *pipelineFuzz) next() byte {
+func (z *writerFuzz) next() byte {
 	if len(z.data) == 0 {
 		return 0
 	}
@@ -160,14 +160,14 @@ func (z *pipelineFuzz) next() byte {
 	return b
 }
 
-func (z *pipelineFuzz) freshRV() string {
+func (z *writerFuzz) freshRV() string {
 	z.rv++
 	return strconv.Itoa(z.rv + 10) // above every "old" resourceVersion
 }
 
-// run builds an informer whose pipeline is driven by hand, as Run's watcher
+// run builds an informer whose store writer is driven by hand, as Run's watcher
 // would drive it, applies the input and checks the result.
-func (z *pipelineFuzz) run() {
+func (z *writerFuzz) run() {
 	t := z.t
 	saved := utilruntime.ErrorHandlers
 	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, _ error, msg string, _ ...any) {
@@ -186,19 +186,21 @@ func (z *pipelineFuzz) run() {
 		}
 	}
 	z.addMirror()
-	// What RunWithContext does before it hands the pipeline to the watcher.
-	z.inf.startedMu.Lock()
-	z.inf.started = true
-	z.inf.startedMu.Unlock()
+	// What RunWithContext does before it hands the store writer to the
+	// watcher.
+	transform, err := z.inf.start()
+	if err != nil {
+		t.Fatal(err)
+	}
 	z.inf.processor.start()
 	defer z.inf.processor.stop()
-	z.p = &pipeline{s: z.inf, logger: logr.Discard()}
+	z.w = z.inf.newStoreWriter(logr.Discard(), transform)
 
-	// A watcher's first event is always the initial RestartStart (the
-	// pipeline picks the transform up there); the input decides the rest.
+	// A watcher's first event is always the initial RestartStart; the input
+	// decides the rest.
 	z.mustHandle(-1, listerwatcher.Event{Type: listerwatcher.RestartStart, Reason: listerwatcher.Initial})
 	z.model.buffer = map[string]modelObject{}
-	for i := 0; i < maxPipelineOps && len(z.data) > 0; i++ {
+	for i := 0; i < maxWriterOps && len(z.data) > 0; i++ {
 		z.step(i)
 		z.checkStore(i)
 	}
@@ -225,16 +227,16 @@ func annotate(obj any) (any, error) {
 }
 
 // transformFails reports whether the transform drops an object of this name.
-func (m *pipelineModel) transformFails(name string) bool {
+func (m *writerModel) transformFails(name string) bool {
 	return m.transform == annotating && (name == "cm-6" || name == "cm-7")
 }
 
-func (z *pipelineFuzz) handle(ev listerwatcher.Event) error {
-	return z.p.Handle(z.ctx, ev)
+func (z *writerFuzz) handle(ev listerwatcher.Event) error {
+	return z.w.Handle(z.ctx, ev)
 }
 
-// step decodes and applies one op to the pipeline and the model.
-func (z *pipelineFuzz) step(i int) {
+// step decodes and applies one op to the store writer and the model.
+func (z *writerFuzz) step(i int) {
 	t, m := z.t, &z.model
 	switch op := z.next() % numOps; op {
 	case opStart:
@@ -306,20 +308,20 @@ func (z *pipelineFuzz) step(i int) {
 	}
 }
 
-func (z *pipelineFuzz) mustHandle(i int, ev listerwatcher.Event) {
+func (z *writerFuzz) mustHandle(i int, ev listerwatcher.Event) {
 	if err := z.handle(ev); err != nil {
 		z.t.Fatalf("op %d: Handle(%v): %v", i, ev.Type, err)
 	}
 }
 
-func (m *pipelineModel) setRV(rv string) {
+func (m *writerModel) setRV(rv string) {
 	if rv != "" {
 		m.lastRV = rv
 	}
 }
 
 // addToRestart is the model of buffering one listed object.
-func (m *pipelineModel) addToRestart(cm *corev1.ConfigMap) {
+func (m *writerModel) addToRestart(cm *corev1.ConfigMap) {
 	if m.buffer == nil {
 		m.logsWanted["Dropping listed object"]++
 		return
@@ -336,18 +338,18 @@ func (m *pipelineModel) addToRestart(cm *corev1.ConfigMap) {
 	m.buffer[key] = m.stored(cm)
 }
 
-func (m *pipelineModel) stored(cm *corev1.ConfigMap) modelObject {
+func (m *writerModel) stored(cm *corev1.ConfigMap) modelObject {
 	return modelObject{uid: cm.UID, rv: cm.ResourceVersion, serial: cm.Data["serial"], transformed: m.transform == annotating}
 }
 
-func (z *pipelineFuzz) nextSerial() string {
+func (z *writerFuzz) nextSerial() string {
 	z.serial++
 	return strconv.Itoa(z.serial)
 }
 
 // resourceVersion decodes the resourceVersion of a RestartDone or Bookmark:
 // mostly fresh, sometimes old or empty.
-func (z *pipelineFuzz) resourceVersion() string {
+func (z *writerFuzz) resourceVersion() string {
 	switch b := z.next(); b % 4 {
 	case 0:
 		return ""
@@ -360,7 +362,7 @@ func (z *pipelineFuzz) resourceVersion() string {
 
 // object decodes an object byte (see rvLive and friends). Every decoded
 // object has its own serial, so the model can tell which one was stored.
-func (z *pipelineFuzz) object() *corev1.ConfigMap {
+func (z *writerFuzz) object() *corev1.ConfigMap {
 	b := z.next()
 	name := fmt.Sprintf("cm-%d", b&7)
 	uid := types.UID(fmt.Sprintf("uid-%s-%d", name, (b>>3)&1))
@@ -385,7 +387,7 @@ func (z *pipelineFuzz) object() *corev1.ConfigMap {
 }
 
 // checkStore compares the store and the informer's state with the model.
-func (z *pipelineFuzz) checkStore(i int) {
+func (z *writerFuzz) checkStore(i int) {
 	t, m := z.t, &z.model
 	got := map[string]modelObject{}
 	for _, obj := range z.inf.GetStore().List() {
@@ -406,7 +408,7 @@ func (z *pipelineFuzz) checkStore(i int) {
 	}
 }
 
-func (z *pipelineFuzz) addMirror() {
+func (z *writerFuzz) addMirror() {
 	mr := &mirror{objs: map[string]any{}}
 	reg, err := z.inf.AddEventHandler(mr)
 	if err != nil {
@@ -418,7 +420,7 @@ func (z *pipelineFuzz) addMirror() {
 
 // checkMirrors waits for every handler to have applied its notifications and
 // compares what it rebuilt with the store, object for object.
-func (z *pipelineFuzz) checkMirrors() {
+func (z *writerFuzz) checkMirrors() {
 	t := z.t
 	want := map[string]any{}
 	for _, obj := range z.inf.GetStore().List() {
@@ -441,9 +443,9 @@ func (z *pipelineFuzz) checkMirrors() {
 	}
 }
 
-// checkLogs compares the dropped objects the pipeline reported with the
+// checkLogs compares the dropped objects the store writer reported with the
 // drops the model expects.
-func (z *pipelineFuzz) checkLogs() {
+func (z *writerFuzz) checkLogs() {
 	z.logMu.Lock()
 	defer z.logMu.Unlock()
 	if !maps.Equal(z.logs, z.model.logsWanted) {

@@ -4,50 +4,93 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	goruntime "runtime"
-	"strings"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgofeatures "k8s.io/client-go/features"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/leaninformer/leaninformer/pkg/cache"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
-	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
-
-// minimumResyncPeriod is the shortest per-handler resync period, as in client-go.
-const minimumResyncPeriod = time.Second
 
 var _ toolscache.SharedIndexInformer = (*SharedIndexInformer)(nil)
 
-// SharedIndexInformer implements client-go's cache.SharedIndexInformer with
-// the paged-restart pipeline and the double-buffered indexer. Construct it with
+// SharedIndexInformer implements client-go's cache.SharedIndexInformer: the
+// watcher of package listerwatcher lists and watches through the
+// ListerWatcher, and each page and event goes straight into the
+// double-buffered indexer of package cache, with no queue in between; event
+// handlers are then told what changed. Construct it with
 // NewSharedIndexInformer or NewSharedIndexInformerWithOptions.
+//
+// What a handler can rely on:
+//
+//   - Store first. A change is in the store (GetStore, GetIndexer) before
+//     any handler is told of it, so a handler that reads the store finds the
+//     state it is told of or a later one, never an earlier one. The store
+//     itself is one object for the informer's whole life.
+//   - Order. Each handler gets its notifications one at a time, from a
+//     goroutine of its own, in the order the store changed. Its queue is
+//     unbounded: a slow handler holds up neither the store nor the other
+//     handlers, and handlers may be at different points of the history at
+//     the same moment.
+//   - Relists. A relist (the first list, or a new one after a 410 or an
+//     error) is swapped into the store in one step once it is complete;
+//     until then the store keeps the previous state. Then each handler gets,
+//     as one entry of its queue: OnDelete(cache.DeletedFinalStateUnknown)
+//     carrying the last stored object for every key the new list lacks, then
+//     OnAdd or OnUpdate(old, new) for every listed object, in list order, as
+//     client-go's atomic replace delivers them. With relist reuse (the
+//     default, see WithRelistReuse) an object found unchanged (same key, UID
+//     and resourceVersion) stays the stored object, so its OnUpdate gets the
+//     same pointer as old and new. Updates that keep the resourceVersion go
+//     only to handlers that were due for a resync at the last resync check
+//     (to all handlers when the informer does not resync), as in client-go.
+//   - Initial list. Handlers added before Run get OnAdd(obj, true) for every
+//     object of the first list; OnAdd's isInInitialList is false afterwards,
+//     relists included. A handler added while the informer runs first gets
+//     OnAdd(obj, true) for every object stored at that moment, then every
+//     later change exactly once. A registration's HasSynced turns true once
+//     the informer has synced and the handler has returned from the OnAdd
+//     calls of its initial list.
+//   - Resync. With a resync period, every handler due for a resync gets
+//     OnUpdate(obj, obj) for every stored object. Resyncs wait for the first
+//     complete list and never run during a relist; per-handler periods are
+//     clamped as client-go clamps them.
+//   - Errors. Failed lists and failed watch opens go to the watch error
+//     handler (SetWatchErrorHandler) with a *cache.Reflector that describes
+//     the informer but never runs; every failure is retried, and SyncStatus
+//     says why the informer has not synced.
+//
+// The differences from client-go's informer that are deliberate (relist
+// reuse, the fallback from streaming lists, paginated consistent lists,
+// metrics and sync diagnostics) are listed under "Compatibility with
+// client-go" in pkg/informer/README.md.
 type SharedIndexInformer struct {
-	lw                toolscache.ListerWatcher
+	// Set at construction, never changed.
 	objectType        runtime.Object
 	objectDescription string
 	cfg               config
-	indexer           *cache.Indexer
-	processor         *processor
+	watcher           *listerwatcher.Watcher
+	indexer           *cache.Indexer // safe for concurrent use
+	processor         *processor     // safe for concurrent use
+	metrics           *metricsBridge // safe for concurrent use
+	diag              *syncDiagnostics
 	mutationDetector  toolscache.MutationDetector
 	// reflector is built but never run: client-go's WatchErrorHandlers take a
 	// *Reflector, and existing handlers read its name and type.
 	reflector *toolscache.Reflector
-
-	// synced closes when the first list has been stored and its
-	// notifications queued.
+	// synced is closed by the store writer once the first complete list is
+	// stored and its notifications are queued.
 	synced chan struct{}
 
+	// startedMu guards started and stopped, and the settings that may only
+	// change before Run: transform, watchErrorHandler, resyncCheckPeriod and
+	// defaultEventHandlerResyncPeriod. Lock order: startedMu, then changeMu.
 	startedMu                       sync.Mutex
 	started, stopped                bool
 	transform                       toolscache.TransformFunc
@@ -55,18 +98,19 @@ type SharedIndexInformer struct {
 	resyncCheckPeriod               time.Duration
 	defaultEventHandlerResyncPeriod time.Duration
 
-	// blockDeltas serialises each store change with the queueing of its
-	// notifications, so a handler joining late sees the store and then every
-	// later change exactly once.
-	blockDeltas sync.Mutex
+	// changeMu serialises each store change with the queueing of its
+	// notifications, so that a handler joining late (or a resync) takes its
+	// snapshot of the store between two changes and then hears of every
+	// later change exactly once. The store writer holds it for every change,
+	// AddEventHandlerWithOptions and RemoveEventHandler while they add or
+	// remove a running listener, and the resync loop for its snapshot. Lock
+	// order: after startedMu; before the indexer's lock, processor.mu,
+	// rvMu and the diagnostics' lock, which it may hold.
+	changeMu sync.Mutex
 
+	// rvMu guards lastSyncResourceVersion; taken alone or under changeMu.
 	rvMu                    sync.RWMutex
 	lastSyncResourceVersion string
-
-	metrics       *metrics.Recorder
-	clientMetrics *clientGoMetrics
-	diagMu        sync.Mutex
-	diag          SyncStatus
 }
 
 // NewSharedIndexInformer has the signature of client-go's constructor, so it
@@ -82,38 +126,57 @@ func NewSharedIndexInformer(lw toolscache.ListerWatcher, exampleObject runtime.O
 
 // NewSharedIndexInformerWithOptions is client-go's
 // NewSharedIndexInformerWithOptions plus this project's options (strategy,
-// page size, backoff, relist reuse). It panics if lw is nil.
+// page size, backoff, relist reuse, ...). Like client-go's constructor it
+// returns no error, and as client-go's panics on a nil ListerWatcher it
+// panics on a nil or typed-nil lw and on invalid options, with a message
+// naming the option: options are fixed in code, and an informer built from
+// invalid ones could never sync. ValidateOptions checks options without
+// panicking; NewCacheWith returns its error.
 func NewSharedIndexInformerWithOptions(lw toolscache.ListerWatcher, exampleObject runtime.Object, options toolscache.SharedIndexInformerOptions, opts ...Option) *SharedIndexInformer {
 	if lw == nil {
 		panic("informer: NewSharedIndexInformer needs a ListerWatcher, got nil")
 	}
-	cfg := newConfig(opts)
+	cfg, err := newConfig(opts)
+	if err != nil {
+		panic(fmt.Sprintf("informer: invalid options: %v", err))
+	}
 	description := options.ObjectDescription
 	if description == "" && exampleObject != nil {
 		description = fmt.Sprintf("%T", exampleObject)
-	}
-	s := &SharedIndexInformer{
-		lw:                              lw,
-		objectType:                      exampleObject,
-		objectDescription:               description,
-		cfg:                             cfg,
-		indexer:                         cache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, options.Indexers, cache.WithRelistReuse(cfg.relistReuse)),
-		processor:                       &processor{clock: cfg.clock},
-		mutationDetector:                toolscache.NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
-		synced:                          make(chan struct{}),
-		resyncCheckPeriod:               options.ResyncPeriod,
-		defaultEventHandlerResyncPeriod: options.ResyncPeriod,
 	}
 	gvr := resourceOf(exampleObject, defaultScheme)
 	if cfg.resource != nil {
 		gvr = *cfg.resource
 	}
-	s.metrics = cfg.metrics.Informer(gvr)
-	s.clientMetrics = newClientGoMetrics(options.Identifier, options.InformerMetricsProvider)
+	s := &SharedIndexInformer{
+		objectType:                      exampleObject,
+		objectDescription:               description,
+		cfg:                             cfg,
+		indexer:                         cache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, options.Indexers, cache.WithRelistReuse(cfg.relistReuse)),
+		processor:                       &processor{clock: cfg.clock},
+		metrics:                         newMetricsBridge(cfg.metrics.Informer(gvr), newClientGoMetrics(options.Identifier, options.InformerMetricsProvider), cfg.clock),
+		diag:                            &syncDiagnostics{clock: cfg.clock},
+		mutationDetector:                toolscache.NewCacheMutationDetector(fmt.Sprintf("%T", exampleObject)),
+		synced:                          make(chan struct{}),
+		resyncCheckPeriod:               options.ResyncPeriod,
+		defaultEventHandlerResyncPeriod: options.ResyncPeriod,
+	}
 	s.reflector = toolscache.NewReflectorWithOptions(lw, exampleObject, discardStore{}, toolscache.ReflectorOptions{
 		Name:            callerName(),
 		TypeDescription: options.ObjectDescription,
 	})
+	// The informer's own options come first: what the user passed through
+	// WithWatcherOptions wins over them, or adds to them (observers, error
+	// handlers).
+	watcherOpts := append([]listerwatcher.Option{
+		listerwatcher.WithExpectedType(exampleObject),
+		listerwatcher.WithName(s.reflector.Name()),
+		listerwatcher.WithErrorHandler(s.onWatchError),
+		listerwatcher.WithObserver(s.metrics),
+	}, cfg.listerwatcherOptions()...)
+	if s.watcher, err = listerwatcher.New(lw, watcherOpts...); err != nil {
+		panic(fmt.Sprintf("informer: %v", err))
+	}
 	return s
 }
 
@@ -128,15 +191,15 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx)
 
-	w, err := s.start()
+	transform, err := s.start()
 	if err != nil {
 		logger.Info("Warning: " + err.Error())
 		return
 	}
 
-	s.diagStart(time.Now())
-	defer s.diagStop()
-	defer s.metrics.Close()
+	s.diag.running()
+	defer s.diag.stopped()
+	defer s.metrics.stopped()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	stopAux := make(chan struct{})
@@ -150,9 +213,8 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	}
 
 	s.processor.start()
-	p := &pipeline{s: s, logger: logger}
-	if err := w.Run(ctx, p); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Informer pipeline stopped", "type", s.objectDescription)
+	if err := s.watcher.Run(ctx, s.newStoreWriter(logger, transform)); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Informer's watcher stopped", "type", s.objectDescription)
 	}
 	// A restart cut short by the stop leaves a half-filled buffer behind.
 	s.indexer.AbortReplace()
@@ -163,92 +225,31 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	s.processor.stop()
 }
 
-// start marks the informer started and builds its pipeline.
-func (s *SharedIndexInformer) start() (*listerwatcher.Watcher, error) {
+// start marks the informer started and returns the transform, which cannot
+// change from here on.
+func (s *SharedIndexInformer) start() (toolscache.TransformFunc, error) {
 	s.startedMu.Lock()
 	defer s.startedMu.Unlock()
 	if s.started {
 		return nil, errors.New("the sharedIndexInformer has started, run more than once is not allowed")
 	}
-	opts := append([]listerwatcher.Option{
-		listerwatcher.WithExpectedType(s.objectType),
-		listerwatcher.WithName(s.reflector.Name()),
-		listerwatcher.WithErrorHandler(s.onWatchError),
-		listerwatcher.WithObserver(pipelineObserver{rec: s.metrics}),
-	}, s.cfg.watcherOpts...)
-	w, err := listerwatcher.New(s.lw, opts...)
-	if err != nil {
-		return nil, err
-	}
 	s.started = true
-	return w, nil
+	return s.transform, nil
 }
 
-func (s *SharedIndexInformer) resyncCheck() time.Duration {
-	s.startedMu.Lock()
-	defer s.startedMu.Unlock()
-	return s.resyncCheckPeriod
-}
-
-// onWatchError hands failed lists and failed watch opens to the watch error
-// handler (client-go's default one unless the user set another), as
-// client-go's reflector does, and logs the rest the way it does.
-func (s *SharedIndexInformer) onWatchError(ctx context.Context, err error) {
-	op := listerwatcher.OpStream
-	var failure *listerwatcher.Failure
-	if errors.As(err, &failure) {
-		op, err = failure.Op, failure.Err
+// commit is the store writer's bookkeeping callback: the store is at rv; if
+// listed, a complete list was swapped in and the errors before it are
+// overcome.
+func (s *SharedIndexInformer) commit(rv string, listed bool) {
+	if listed {
+		s.diag.listed()
 	}
-	s.diagError(err)
-	logger := klog.FromContext(ctx)
-	switch op {
-	case listerwatcher.OpList:
-		err = fmt.Errorf("failed to list %v: %w", s.reflector.TypeDescription(), err)
-	case listerwatcher.OpWatch:
-	case listerwatcher.OpFallback:
-		return // the pipeline logs its fallbacks
-	default:
-		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-			logger.V(4).Info("Watch closed", "reflector", s.reflector.Name(), "type", s.objectDescription, "err", err)
-		} else {
-			logger.Info("Warning: watch ended with error", "reflector", s.reflector.Name(), "type", s.objectDescription, "err", err)
-		}
+	if rv == "" {
 		return
 	}
-	s.startedMu.Lock()
-	handler := s.watchErrorHandler
-	s.startedMu.Unlock()
-	if handler == nil {
-		handler = toolscache.DefaultWatchErrorHandler
-	}
-	handler(ctx, s.reflector, err)
-}
-
-// resyncLoop checks every period whether handlers are due for a resync and
-// sends those that are OnUpdate(obj, obj) for every stored object. Like
-// client-go's, it only resyncs once the informer has synced and while no
-// relist is in progress.
-func (s *SharedIndexInformer) resyncLoop(logger klog.Logger, period time.Duration, stop <-chan struct{}) {
-	ticker := s.cfg.clock.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ticker.C():
-		}
-		if !s.HasSynced() || s.indexer.Replacing() {
-			continue
-		}
-		if !s.processor.shouldResync() {
-			continue
-		}
-		logger.V(4).Info("Forcing resync", "type", s.objectDescription)
-		s.blockDeltas.Lock()
-		objs := s.indexer.List()
-		s.processor.distribute(notification{kind: notifyObjects, objects: objs}, true)
-		s.blockDeltas.Unlock()
-	}
+	s.rvMu.Lock()
+	s.lastSyncResourceVersion = rv
+	s.rvMu.Unlock()
 }
 
 // HasStarted reports whether Run has been called.
@@ -285,15 +286,6 @@ func (s *SharedIndexInformer) LastSyncResourceVersion() string {
 	s.rvMu.RLock()
 	defer s.rvMu.RUnlock()
 	return s.lastSyncResourceVersion
-}
-
-func (s *SharedIndexInformer) setLastSyncResourceVersion(rv string) {
-	if rv == "" {
-		return
-	}
-	s.rvMu.Lock()
-	s.lastSyncResourceVersion = rv
-	s.rvMu.Unlock()
 }
 
 // GetStore returns the informer's store: the same object as GetIndexer, for
@@ -334,26 +326,6 @@ func (c controller) LastSyncResourceVersion() string {
 	return ""
 }
 
-// SetWatchErrorHandler sets the handler called when a list or a watch fails;
-// it returns an error once the informer has started.
-func (s *SharedIndexInformer) SetWatchErrorHandler(handler toolscache.WatchErrorHandler) error {
-	return s.SetWatchErrorHandlerWithContext(func(_ context.Context, r *toolscache.Reflector, err error) {
-		handler(r, err)
-	})
-}
-
-// SetWatchErrorHandlerWithContext is SetWatchErrorHandler with the context
-// (and so the logger) of the informer's Run.
-func (s *SharedIndexInformer) SetWatchErrorHandlerWithContext(handler toolscache.WatchErrorHandlerWithContext) error {
-	s.startedMu.Lock()
-	defer s.startedMu.Unlock()
-	if s.started {
-		return errors.New("informer has already started")
-	}
-	s.watchErrorHandler = handler
-	return nil
-}
-
 // SetTransform sets the function applied to every object before it is
 // stored (nil for none); it returns an error once the informer has started.
 // An object the transform fails on is dropped with a logged error.
@@ -374,119 +346,3 @@ func (s *SharedIndexInformer) IsStopped() bool {
 	defer s.startedMu.Unlock()
 	return s.stopped
 }
-
-// AddEventHandler adds a handler with the informer's default resync period.
-func (s *SharedIndexInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return s.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{})
-}
-
-// AddEventHandlerWithResyncPeriod adds a handler with its own resync period.
-func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEventHandler, resyncPeriod time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return s.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resyncPeriod})
-}
-
-// AddEventHandlerWithOptions adds a handler. Added after Run, it first gets
-// OnAdd(obj, true) for every stored object, and its registration's HasSynced
-// turns true once those are delivered.
-func (s *SharedIndexInformer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	s.startedMu.Lock()
-	defer s.startedMu.Unlock()
-	if s.stopped {
-		return nil, fmt.Errorf("handler %v was not added to shared informer because it has stopped already", handler)
-	}
-
-	logger := ptr.Deref(options.Logger, klog.Background())
-	resyncPeriod := ptr.Deref(options.ResyncPeriod, s.defaultEventHandlerResyncPeriod)
-	if resyncPeriod > 0 {
-		if resyncPeriod < minimumResyncPeriod {
-			logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", resyncPeriod, "minimumResyncPeriod", minimumResyncPeriod)
-			resyncPeriod = minimumResyncPeriod
-		}
-		if resyncPeriod < s.resyncCheckPeriod {
-			if s.started {
-				logger.Info("Warning: resync period is smaller than resync check period and the informer has already started. Changing it to the resync check period", "resyncPeriod", resyncPeriod, "resyncCheckPeriod", s.resyncCheckPeriod)
-				resyncPeriod = s.resyncCheckPeriod
-			} else {
-				s.resyncCheckPeriod = resyncPeriod
-				s.processor.resyncCheckPeriodChanged(logger, resyncPeriod)
-			}
-		}
-	}
-
-	l := newListener(logger, s.cfg.clock, handler, resyncPeriod, effectiveResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod), s.HasSyncedChecker(), s.metrics)
-	if !s.started {
-		s.processor.addListener(l)
-		return l, nil
-	}
-
-	// Joining a running informer: no store change may slip between the
-	// snapshot below and the listener's first live notification.
-	s.blockDeltas.Lock()
-	defer s.blockDeltas.Unlock()
-	started := s.processor.addListener(l)
-	if objs := s.indexer.List(); len(objs) > 0 {
-		l.add(notification{kind: notifyObjects, objects: objs, isInInitialList: true, countsForSync: true})
-	}
-	if started {
-		s.processor.startWatchSynced(l)
-	}
-	return l, nil
-}
-
-// RemoveEventHandler stops delivering to a handler; notifications not yet
-// delivered are dropped. It is idempotent. Use cache.ShutDownEventHandler to
-// also wait for the handler's last call to return.
-func (s *SharedIndexInformer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
-	s.startedMu.Lock()
-	defer s.startedMu.Unlock()
-	s.blockDeltas.Lock()
-	defer s.blockDeltas.Unlock()
-	return s.processor.removeListener(handle)
-}
-
-// effectiveResyncPeriod is the period a handler gets given the informer's
-// resync check period: none if the informer does not resync, never shorter
-// than the check period.
-func effectiveResyncPeriod(logger klog.Logger, desired, check time.Duration) time.Duration {
-	switch {
-	case desired == 0:
-		return 0
-	case check == 0:
-		logger.Info("Warning: the specified resyncPeriod is invalid because this shared informer doesn't support resyncing", "desired", desired)
-		return 0
-	case desired < check:
-		logger.Info("Warning: the specified resyncPeriod is being increased to the minimum resyncCheckPeriod", "desired", desired, "resyncCheckPeriod", check)
-		return check
-	default:
-		return desired
-	}
-}
-
-// callerName names an informer after the code that created it, as client-go
-// names reflectors: "file.go:line" of the first caller outside this package
-// and the informer factories that wrap it.
-func callerName() string {
-	pcs := make([]uintptr, 16)
-	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(3, pcs)])
-	for {
-		f, more := frames.Next()
-		if !strings.HasPrefix(f.Function, "github.com/leaninformer/leaninformer/pkg/informer.") &&
-			!strings.HasPrefix(f.Function, "k8s.io/client-go/tools/cache.") &&
-			!strings.HasPrefix(f.Function, "sigs.k8s.io/controller-runtime/pkg/cache") {
-			dir, file := filepath.Split(f.File)
-			return fmt.Sprintf("%s/%s:%d", filepath.Base(dir), file, f.Line)
-		}
-		if !more {
-			return "leaninformer"
-		}
-	}
-}
-
-// discardStore is the store of the never-run reflector.
-type discardStore struct{}
-
-func (discardStore) Add(any) error               { return nil }
-func (discardStore) Update(any) error            { return nil }
-func (discardStore) Delete(any) error            { return nil }
-func (discardStore) Replace([]any, string) error { return nil }
-func (discardStore) Resync() error               { return nil }

@@ -17,9 +17,11 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leaninformer/leaninformer/pkg/cache"
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
 
@@ -305,13 +307,18 @@ func TestIsInInitialListOnlyForTheFirstList(t *testing.T) {
 }
 
 // newResyncInformer returns an informer whose resync runs on a fake clock;
-// the pipeline keeps real time.
+// its watcher keeps real time, so that backoffs pass by themselves.
 func newResyncInformer(s *fake.Server, resync time.Duration) (*SharedIndexInformer, *clocktesting.FakeClock) {
 	clk := clocktesting.NewFakeClock(time.Now())
-	inf := newInformer(s, resync)
-	inf.cfg.clock = clk
-	inf.processor.clock = clk
+	inf := newInformer(s, resync, WithClock(clk), WithWatcherOptions(listerwatcher.WithClock(clock.RealClock{})))
 	return inf, clk
+}
+
+// resyncPeriodOf is the resync period the informer gave a handler.
+func resyncPeriodOf(inf *SharedIndexInformer, reg toolscache.ResourceEventHandlerRegistration) time.Duration {
+	inf.processor.mu.RLock()
+	defer inf.processor.mu.RUnlock()
+	return inf.processor.listeners[reg.(*listener)].period
 }
 
 func TestResyncPerHandler(t *testing.T) {
@@ -354,7 +361,7 @@ func TestResyncPeriodClamping(t *testing.T) {
 	s := newServer(t, 0)
 	inf := newInformer(s, 10*time.Second)
 	regTiny, _ := inf.AddEventHandlerWithResyncPeriod(newRecorder(), 100*time.Millisecond)
-	if got := regTiny.(*listener).resyncPeriod; got != minimumResyncPeriod {
+	if got := resyncPeriodOf(inf, regTiny); got != minimumResyncPeriod {
 		t.Fatalf("resync period below the minimum became %v, want %v", got, minimumResyncPeriod)
 	}
 	if inf.resyncCheckPeriod != minimumResyncPeriod {
@@ -366,7 +373,7 @@ func TestResyncPeriodClamping(t *testing.T) {
 	inf.resyncCheckPeriod = 5 * time.Second // as if set before start by a 5s handler
 	inf.startedMu.Unlock()
 	regLate, _ := inf.AddEventHandlerWithResyncPeriod(newRecorder(), 2*time.Second)
-	if got := regLate.(*listener).resyncPeriod; got != 5*time.Second {
+	if got := resyncPeriodOf(inf, regLate); got != 5*time.Second {
 		t.Fatalf("late handler's period %v, want it raised to the check period 5s", got)
 	}
 
@@ -374,7 +381,7 @@ func TestResyncPeriodClamping(t *testing.T) {
 	// handlers ask for (as in client-go).
 	noResync := newInformer(s, 0)
 	reg, _ := noResync.AddEventHandlerWithResyncPeriod(newRecorder(), time.Minute)
-	if got := reg.(*listener).resyncPeriod; got != 0 {
+	if got := resyncPeriodOf(noResync, reg); got != 0 {
 		t.Fatalf("handler period %v on an informer without resync, want 0", got)
 	}
 }

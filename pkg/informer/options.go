@@ -1,9 +1,12 @@
 package informer
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/leaninformer/leaninformer/pkg/intern"
@@ -30,36 +33,126 @@ const (
 // Backoff configures the retry delays after errors; see listerwatcher.Backoff.
 type Backoff = listerwatcher.Backoff
 
-// Option configures what client-go's SharedIndexInformerOptions cannot
-// express. Options are applied in order; later ones win.
-type Option func(*config)
-
-type config struct {
-	watcherOpts []listerwatcher.Option
-	relistReuse bool
-	clock       clock.WithTicker
-	metrics     *metrics.Metrics
-	resource    *schema.GroupVersionResource
-	syncWarning time.Duration
-	interner    *intern.Table // nil: no interning
-}
-
 // DefaultSyncWarningAfter is how long an informer waits for its first
 // complete list before it logs why it has not synced, and then how often
 // it logs again.
 const DefaultSyncWarningAfter = 30 * time.Second
 
-func newConfig(opts []Option) config {
-	c := config{relistReuse: true, clock: clock.RealClock{}, metrics: metrics.Default, syncWarning: DefaultSyncWarningAfter}
-	for _, opt := range opts {
+// Option configures what client-go's SharedIndexInformerOptions cannot
+// express. Options are applied in order; later ones win. The constructors
+// reject invalid options: see ValidateOptions.
+type Option func(*config)
+
+// config is what the options set. Every field has its default in
+// defaultConfig.
+type config struct {
+	strategy    Strategy
+	pageSize    int64
+	backoff     Backoff
+	relistReuse bool
+	clock       clock.WithTicker
+	metrics     *metrics.Metrics             // nil: none
+	resource    *schema.GroupVersionResource // nil: guessed from the example object
+	syncWarning time.Duration                // 0: never
+	interner    *intern.Table                // nil: no interning
+	watcherOpts []listerwatcher.Option       // applied after the settings above
+}
+
+func defaultConfig() config {
+	return config{
+		strategy:    Auto,
+		pageSize:    listerwatcher.DefaultPageSize,
+		backoff:     listerwatcher.DefaultBackoff,
+		relistReuse: true,
+		clock:       clock.RealClock{},
+		metrics:     metrics.Default,
+		syncWarning: DefaultSyncWarningAfter,
+	}
+}
+
+// newConfig applies opts to the defaults and validates the result.
+func newConfig(opts []Option) (config, error) {
+	c := defaultConfig()
+	var errs []error
+	for i, opt := range opts {
+		if opt == nil {
+			errs = append(errs, fmt.Errorf("option %d is nil", i))
+			continue
+		}
 		opt(&c)
 	}
-	return c
+	return c, errors.Join(append(errs, c.validate())...)
+}
+
+// validate names the option behind every invalid setting.
+func (c *config) validate() error {
+	var errs []error
+	if c.strategy > StreamingList {
+		errs = append(errs, fmt.Errorf("WithStrategy: unknown strategy %v", c.strategy))
+	}
+	if c.pageSize < 0 {
+		errs = append(errs, fmt.Errorf("WithPageSize: page size %d is negative", c.pageSize))
+	}
+	if err := c.backoff.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("WithBackoff: %w", err))
+	}
+	if c.clock == nil {
+		errs = append(errs, errors.New("WithClock: the clock is nil"))
+	}
+	if c.resource != nil && c.resource.Resource == "" {
+		errs = append(errs, fmt.Errorf("WithResource: %q names no resource", c.resource.String()))
+	}
+	if c.syncWarning < 0 {
+		errs = append(errs, fmt.Errorf("WithSyncWarningAfter: %v is negative (0 turns the warning off)", c.syncWarning))
+	}
+	if err := c.validateWatcherOptions(); err != nil {
+		errs = append(errs, fmt.Errorf("WithWatcherOptions: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// validateWatcherOptions checks the options given to WithWatcherOptions, on
+// their own so that an error is theirs. Only listerwatcher.New knows what
+// they set, so it builds a Watcher that is never run.
+func (c *config) validateWatcherOptions() error {
+	for i, opt := range c.watcherOpts {
+		if opt == nil {
+			return fmt.Errorf("option %d is nil", i)
+		}
+	}
+	if len(c.watcherOpts) == 0 {
+		return nil
+	}
+	_, err := listerwatcher.New(&toolscache.ListWatch{}, c.watcherOpts...)
+	return err
+}
+
+// listerwatcherOptions are the settings the watcher takes, then the options
+// given to WithWatcherOptions, which therefore win.
+func (c *config) listerwatcherOptions() []listerwatcher.Option {
+	return append([]listerwatcher.Option{
+		listerwatcher.WithStrategy(c.strategy),
+		listerwatcher.WithPageSize(c.pageSize),
+		listerwatcher.WithBackoff(c.backoff),
+		listerwatcher.WithClock(c.clock),
+	}, c.watcherOpts...)
+}
+
+// ValidateOptions reports every invalid option of opts, each error naming
+// its option (for instance "WithPageSize: page size -1 is negative"). The
+// constructors panic on such options and NewCacheWith's function returns
+// this error; call it first when options come from configuration.
+func ValidateOptions(opts ...Option) error {
+	_, err := newConfig(opts)
+	if err != nil {
+		return fmt.Errorf("invalid informer options: %w", err)
+	}
+	return nil
 }
 
 // WithStrategy chooses the list strategy (default Auto).
 func WithStrategy(s Strategy) Option {
-	return WithWatcherOptions(listerwatcher.WithStrategy(s))
+	return func(c *config) { c.strategy = s }
 }
 
 // WithPageSize sets the LIST page size (default 500; 0 lists everything in
@@ -67,13 +160,13 @@ func WithStrategy(s Strategy) Option {
 // Streamed objects are handed to the store in batches of at most
 // listerwatcher.MaxStreamingBatch, fewer if the page size is smaller.
 func WithPageSize(n int64) Option {
-	return WithWatcherOptions(listerwatcher.WithPageSize(n))
+	return func(c *config) { c.pageSize = n }
 }
 
 // WithBackoff sets the delays between retries after errors (default:
 // client-go's 800ms doubling to 30s, jittered, reset after 2 minutes of health).
 func WithBackoff(b Backoff) Option {
-	return WithWatcherOptions(listerwatcher.WithBackoff(b))
+	return func(c *config) { c.backoff = b }
 }
 
 // WithRelistReuse turns relist reuse on or off (default on): during a relist,
@@ -107,16 +200,19 @@ func WithSyncWarningAfter(d time.Duration) Option {
 }
 
 // WithWatcherOptions passes options straight to the listerwatcher pipeline
-// (watch timeouts, the streaming idle timeout, ...). An observer set this
-// way replaces the one that feeds the informer's metrics.
+// (watch timeouts, the streaming idle timeout, ...). They are applied after
+// the informer's own settings (WithStrategy, WithPageSize, WithBackoff,
+// WithClock), so they win over them. An observer or error handler given
+// here (listerwatcher.WithObserver, WithErrorHandler) is called in addition
+// to the informer's, which keep feeding its metrics, its watch error handler
+// and SyncStatus.
 func WithWatcherOptions(opts ...listerwatcher.Option) Option {
 	return func(c *config) { c.watcherOpts = append(c.watcherOpts, opts...) }
 }
 
-// WithClock replaces the real clock, for tests.
+// WithClock replaces the real clock everywhere the informer reads time: the
+// watcher's backoffs and timeouts, restart durations, SyncStatus, handler
+// latencies, the resync and sync-warning tickers. For tests.
 func WithClock(clk clock.WithTicker) Option {
-	return func(c *config) {
-		c.clock = clk
-		c.watcherOpts = append(c.watcherOpts, listerwatcher.WithClock(clk))
-	}
+	return func(c *config) { c.clock = clk }
 }

@@ -1,22 +1,16 @@
 package informer
 
 import (
-	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/cache/synctrack"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/buffer"
 	"k8s.io/utils/clock"
 
 	"github.com/leaninformer/leaninformer/pkg/cache"
-	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
 
 // notificationKind says which handler calls a notification stands for.
@@ -26,10 +20,10 @@ const (
 	notifyAdd notificationKind = iota + 1
 	notifyUpdate
 	notifyDelete
-	// notifyRestart replays a finished restart's diff: OnDelete for vanished
+	// notifyReplace replays a finished replace's diff: OnDelete for vanished
 	// keys, then OnAdd/OnUpdate in list order. One entry per handler instead
 	// of one per object keeps a relist's notifications O(handlers).
-	notifyRestart
+	notifyReplace
 	// notifyObjects calls OnAdd (late handler's initial list) or
 	// OnUpdate(obj, obj) (resync) for each object of a store snapshot.
 	notifyObjects
@@ -37,11 +31,14 @@ const (
 
 // notification is one entry of a listener's queue.
 type notification struct {
-	kind            notificationKind
-	oldObj, newObj  any
+	kind           notificationKind
+	oldObj, newObj any
+	// isInInitialList: the objects of a notifyReplace or notifyObjects
+	// belong to the handler's initial list (OnAdd's isInInitialList).
 	isInInitialList bool
-	// receiveSyncs: whether a restart's unchanged-resourceVersion updates go to
-	// this handler (client-go sends those only to handlers due for a resync).
+	// receiveSyncs: whether a replace's unchanged-resourceVersion updates go
+	// to this handler (client-go sends those only to handlers due for a
+	// resync).
 	receiveSyncs bool
 	// countsForSync: delivering this entry completes initial-list work the
 	// handler's HasSynced waits for.
@@ -53,7 +50,7 @@ type notification struct {
 // calls is the number of handler calls n stands for, at most.
 func (n notification) calls() int {
 	switch n.kind {
-	case notifyRestart:
+	case notifyReplace:
 		return len(n.diff.Deleted) + len(n.diff.Changes)
 	case notifyObjects:
 		return len(n.objects)
@@ -63,26 +60,41 @@ func (n notification) calls() int {
 }
 
 // processor fans notifications out to the registered listeners. Listeners
-// added before start are started with it; the bool in listeners says whether
-// the listener is currently due for resync notifications.
+// added before start are started with it.
 type processor struct {
 	clock clock.Clock
 
+	// mu guards started and listeners (the map and the schedules in it).
+	// Lock order: the informer's changeMu, then mu, then a listener's mu.
 	mu        sync.RWMutex
 	started   bool
-	listeners map[*listener]bool
-	wg        sync.WaitGroup
+	listeners map[*listener]*resyncSchedule
+	wg        sync.WaitGroup // the listeners' goroutines
 }
 
-func (p *processor) addListener(l *listener) (started bool) {
+// resyncSchedule is when one listener resyncs.
+type resyncSchedule struct {
+	// requested is the period the handler asked for, after the minimum;
+	// period is what it gets given the informer's resync check period (0:
+	// never).
+	requested, period time.Duration
+	next              time.Time
+	// due: the listener was due at the last resync check, so until the next
+	// one it also gets the updates that keep the resourceVersion (a resync,
+	// or an unchanged object in a relist), as client-go's "syncing"
+	// listeners do.
+	due bool
+}
+
+func (p *processor) addListener(l *listener, requested, period time.Duration) (started bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.listeners == nil {
-		p.listeners = map[*listener]bool{}
+		p.listeners = map[*listener]*resyncSchedule{}
 	}
 	// New listeners start out due for resyncs, as client-go's do, until the
 	// first resync check says otherwise.
-	p.listeners[l] = true
+	p.listeners[l] = &resyncSchedule{requested: requested, period: period, next: p.clock.Now().Add(period), due: true}
 	if p.started {
 		p.wg.Go(l.run)
 	}
@@ -143,332 +155,58 @@ func (p *processor) stop() {
 func (p *processor) distribute(n notification, sync bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	for l, syncing := range p.listeners {
-		if sync && !syncing {
+	for l, sched := range p.listeners {
+		if sync && !sched.due {
 			continue
 		}
 		l.add(n)
 	}
 }
 
-// distributeRestart queues a finished restart for every listener.
-func (p *processor) distributeRestart(diff *cache.Diff, isInInitialList bool) {
+// distributeReplace queues a finished replace for every listener.
+func (p *processor) distributeReplace(diff *cache.Diff, isInInitialList bool) {
 	countsForSync := isInInitialList && hasAdds(diff)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	for l, syncing := range p.listeners {
+	for l, sched := range p.listeners {
 		l.add(notification{
-			kind:            notifyRestart,
+			kind:            notifyReplace,
 			diff:            diff,
 			isInInitialList: isInInitialList,
-			receiveSyncs:    syncing,
+			receiveSyncs:    sched.due,
 			countsForSync:   countsForSync,
 		})
 	}
 }
 
-// shouldResync recomputes which listeners are due for a resync and reports
-// whether any is.
+// shouldResync recomputes which listeners are due for a resync, schedules
+// their next one, and reports whether any is due.
 func (p *processor) shouldResync() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
-	any := false
-	for l := range p.listeners {
-		due := l.dueForResync(now)
-		p.listeners[l] = due
-		if due {
-			any = true
-			l.scheduleNextResync(now)
+	anyDue := false
+	for _, sched := range p.listeners {
+		sched.due = sched.period != 0 && !now.Before(sched.next)
+		if sched.due {
+			anyDue = true
+			sched.next = now.Add(sched.period)
 		}
 	}
-	return any
+	return anyDue
 }
 
+// resyncCheckPeriodChanged gives every listener the period it gets under the
+// informer's new resync check period.
 func (p *processor) resyncCheckPeriodChanged(logger klog.Logger, checkPeriod time.Duration) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	for l := range p.listeners {
-		l.setResyncPeriod(effectiveResyncPeriod(logger, l.requestedResyncPeriod, checkPeriod))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, sched := range p.listeners {
+		sched.period = effectiveResyncPeriod(logger, sched.requested, checkPeriod)
 	}
 }
 
-// pending is the number of handler calls queued for all listeners.
-func (p *processor) pending() int {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	n := int64(0)
-	for l := range p.listeners {
-		n += l.pendingCalls.Load()
-	}
-	return int(n)
-}
-
-// listener delivers notifications to one handler, in order, from its own
-// goroutine, so a slow handler never holds up the pipeline or other handlers.
-// Its queue is unbounded, like client-go's.
-type listener struct {
-	handler     toolscache.ResourceEventHandler
-	handlerName string
-	logger      klog.Logger
-	clock       clock.Clock
-
-	syncTracker       *synctrack.SingleFileTracker
-	upstreamHasSynced toolscache.DoneChecker
-
-	metrics *metrics.HandlerRecorder
-	// pendingCalls counts the handler calls queued and not yet made.
-	pendingCalls atomic.Int64
-
-	mu      sync.Mutex
-	queue   buffer.Ring[notification]
-	wake    chan struct{} // capacity 1: "the queue is not empty"
-	stopped bool
-	stopCh  chan struct{}
-	doneCh  chan struct{} // closed when run returns
-
-	requestedResyncPeriod time.Duration
-	resyncMu              sync.Mutex
-	resyncPeriod          time.Duration
-	nextResync            time.Time
-}
-
-var _ toolscache.ResourceEventHandlerRegistration = (*listener)(nil)
-
-func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceEventHandler, requestedResyncPeriod, resyncPeriod time.Duration, upstream toolscache.DoneChecker, rec *metrics.Recorder) *listener {
-	name := handlerName(handler)
-	l := &listener{
-		metrics:               rec.Handler(name),
-		handler:               handler,
-		handlerName:           name,
-		logger:                logger,
-		clock:                 c,
-		syncTracker:           synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", upstream.Name(), name)),
-		upstreamHasSynced:     upstream,
-		queue:                 *buffer.NewRing[notification](buffer.RingOptions{InitialSize: 16, NormalSize: 16}),
-		wake:                  make(chan struct{}, 1),
-		stopCh:                make(chan struct{}),
-		doneCh:                make(chan struct{}),
-		requestedResyncPeriod: requestedResyncPeriod,
-		resyncPeriod:          resyncPeriod,
-	}
-	l.scheduleNextResync(c.Now())
-	return l
-}
-
-// HasSynced reports whether the informer has synced and this handler has
-// been given every object of the initial list.
-func (l *listener) HasSynced() bool { return l.syncTracker.HasSynced() }
-
-// HasSyncedChecker is HasSynced as a channel that closes, for cache.WaitFor.
-func (l *listener) HasSyncedChecker() toolscache.DoneChecker { return l.syncTracker }
-
-// ShutdownChan closes once the handler has been removed (or the informer has
-// stopped) and its last call has returned; cache.ShutDownEventHandler waits
-// on it.
-func (l *listener) ShutdownChan() <-chan struct{} { return l.doneCh }
-
-func (l *listener) add(n notification) {
-	if n.countsForSync || (n.kind == notifyAdd && n.isInInitialList) {
-		l.syncTracker.Start()
-	}
-	l.mu.Lock()
-	if l.stopped {
-		l.mu.Unlock()
-		return
-	}
-	l.queue.WriteOne(n)
-	calls := n.calls()
-	l.pendingCalls.Add(int64(calls))
-	l.metrics.Queued(calls)
-	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (l *listener) next() (notification, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.queue.ReadOne()
-}
-
-func (l *listener) stop() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped {
-		return
-	}
-	l.stopped = true
-	close(l.stopCh)
-	// Drop what was not delivered so the objects it references can go.
-	l.queue = buffer.Ring[notification]{}
-}
-
-// stopBeforeStart is stop for a listener whose goroutines never ran.
-func (l *listener) stopBeforeStart() {
-	l.stop()
-	l.finish()
-}
-
-// finish marks the listener done once its last call has returned.
-func (l *listener) finish() {
-	l.pendingCalls.Store(0)
-	l.metrics.Close()
-	close(l.doneCh)
-}
-
-func (l *listener) run() {
-	defer l.finish()
-	d := delivery{l: l}
-	for {
-		n, ok := l.next()
-		if !ok {
-			select {
-			case <-l.stopCh:
-				return
-			case <-l.wake:
-				continue
-			}
-		}
-		select {
-		case <-l.stopCh:
-			return
-		default:
-		}
-		d.deliver(n)
-	}
-}
-
-// watchSynced tells the tracker when the informer has synced.
-func (l *listener) watchSynced() {
-	select {
-	case <-l.upstreamHasSynced.Done():
-		l.syncTracker.UpstreamHasSynced()
-	case <-l.stopCh:
-	}
-}
-
-func (l *listener) dueForResync(now time.Time) bool {
-	l.resyncMu.Lock()
-	defer l.resyncMu.Unlock()
-	return l.resyncPeriod != 0 && !now.Before(l.nextResync)
-}
-
-func (l *listener) scheduleNextResync(now time.Time) {
-	l.resyncMu.Lock()
-	defer l.resyncMu.Unlock()
-	l.nextResync = now.Add(l.resyncPeriod)
-}
-
-func (l *listener) setResyncPeriod(d time.Duration) {
-	l.resyncMu.Lock()
-	defer l.resyncMu.Unlock()
-	l.resyncPeriod = d
-}
-
-// delivery calls one listener's handler. After a handler panic that the
-// process survives (utilruntime.ReallyCrash turned off), the next call waits a
-// second, as client-go's listeners do, so a handler that always panics does
-// not spin.
-type delivery struct {
-	l               *listener
-	sleepBeforeNext bool
-}
-
-func (d *delivery) deliver(n notification) {
-	h := d.l.handler
-	switch n.kind {
-	case notifyAdd:
-		d.call(func() { h.OnAdd(n.newObj, n.isInInitialList) })
-		if n.isInInitialList {
-			d.l.syncTracker.Finished()
-		}
-	case notifyUpdate:
-		d.call(func() { h.OnUpdate(n.oldObj, n.newObj) })
-	case notifyDelete:
-		d.call(func() { h.OnDelete(n.oldObj) })
-	case notifyRestart:
-		d.deliverRestart(n)
-	case notifyObjects:
-		for _, obj := range n.objects {
-			if d.stopped() {
-				return
-			}
-			if n.isInInitialList {
-				d.call(func() { h.OnAdd(obj, true) })
-			} else {
-				d.call(func() { h.OnUpdate(obj, obj) })
-			}
-		}
-		if n.countsForSync {
-			d.l.syncTracker.Finished()
-		}
-	}
-}
-
-func (d *delivery) deliverRestart(n notification) {
-	h := d.l.handler
-	for _, tomb := range n.diff.Deleted {
-		if d.stopped() {
-			return
-		}
-		d.call(func() { h.OnDelete(tomb) })
-	}
-	for _, c := range n.diff.Changes {
-		if d.stopped() {
-			return
-		}
-		switch {
-		case c.Old == nil:
-			d.call(func() { h.OnAdd(c.New, n.isInInitialList) })
-		case n.receiveSyncs || !sameResourceVersion(c.Old, c.New):
-			d.call(func() { h.OnUpdate(c.Old, c.New) })
-		default:
-			d.skip() // client-go sends unchanged updates only to handlers due for resync
-		}
-	}
-	if n.countsForSync {
-		d.l.syncTracker.Finished()
-	}
-}
-
-func (d *delivery) stopped() bool {
-	select {
-	case <-d.l.stopCh:
-		return true
-	default:
-		return false
-	}
-}
-
-func (d *delivery) call(f func()) {
-	if d.sleepBeforeNext {
-		select {
-		case <-d.l.clock.After(time.Second):
-		case <-d.l.stopCh:
-			return
-		}
-	}
-	d.sleepBeforeNext = true
-	start := time.Now()
-	defer func() {
-		d.l.pendingCalls.Add(-1)
-		d.l.metrics.Delivered(time.Since(start))
-	}()
-	defer utilruntime.HandleCrashWithLogger(d.l.logger, func(context.Context, any) { d.l.metrics.Panicked() })
-	f()
-	d.sleepBeforeNext = false
-}
-
-// skip accounts for a queued call that is not made.
-func (d *delivery) skip() {
-	d.l.pendingCalls.Add(-1)
-	d.l.metrics.Queued(-1)
-}
-
-// hasAdds reports whether a restart added keys: in the first list, those are
+// hasAdds reports whether a replace added keys: in the first list, those are
 // the notifications a handler's HasSynced waits for.
 func hasAdds(diff *cache.Diff) bool {
 	for _, c := range diff.Changes {

@@ -247,24 +247,26 @@ func (r *Recorder) ShortWatch() {
 	r.m.shortWatches.With(r.labels).Inc()
 }
 
-// Event records a live event of type typ at resourceVersion rv.
-func (r *Recorder) Event(typ, rv string) {
+// Event records a live event of type typ at resourceVersion rv, applied at
+// time at.
+func (r *Recorder) Event(typ, rv string, at time.Time) {
 	if r == nil {
 		return
 	}
 	r.m.watchEvents.With(r.with("type", typ)).Inc()
-	r.ResourceVersion(rv)
+	r.ResourceVersion(rv, at)
 }
 
-// ResourceVersion records the resourceVersion the store is at and the time.
-func (r *Recorder) ResourceVersion(rv string) {
+// ResourceVersion records the resourceVersion the store is at since time at
+// (the informer's clock, so that tests on a fake clock can check it).
+func (r *Recorder) ResourceVersion(rv string, at time.Time) {
 	if r == nil {
 		return
 	}
 	if v, ok := ParseResourceVersion(rv); ok {
 		r.m.resourceVersion.With(r.labels).Set(v)
 	}
-	r.m.lastEvent.With(r.labels).SetToCurrentTime()
+	r.m.lastEvent.With(r.labels).Set(float64(at.UnixNano()) / 1e9)
 }
 
 // Fallback counts a fallback from streaming to paginated LISTs.

@@ -97,9 +97,22 @@ func TestNilRecordersRecordNothing(t *testing.T) {
 	var m *Metrics
 	r := m.Informer(configMaps)
 	r.RestartStarted("Initial")
-	r.Event("added", "12")
+	r.Event("added", "12", time.Now())
 	r.Handler("h").Queued(1)
 	r.Close()
+}
+
+func TestEventRecordsTheTimeItIsGiven(t *testing.T) {
+	m := New()
+	r := m.Informer(configMaps)
+	at := time.Date(2030, 5, 6, 7, 8, 9, 500_000_000, time.UTC)
+	r.Event("added", "42", at)
+	if got, want := testutil.ToFloat64(m.lastEvent.With(r.labels)), float64(at.UnixNano())/1e9; got != want {
+		t.Fatalf("last_event_timestamp_seconds = %v, want %v", got, want)
+	}
+	if got := testutil.ToFloat64(m.resourceVersion.With(r.labels)); got != 42 {
+		t.Fatalf("last_resource_version = %v, want 42", got)
+	}
 }
 
 func TestParseResourceVersion(t *testing.T) {

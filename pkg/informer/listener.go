@@ -1,0 +1,237 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/cache/synctrack"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/buffer"
+	"k8s.io/utils/clock"
+)
+
+// listener delivers notifications to one handler, in order, from its own
+// goroutine, so a slow handler never holds up the store writer or other
+// handlers. Its queue is unbounded, like client-go's. It is the handler's
+// registration.
+type listener struct {
+	handler     toolscache.ResourceEventHandler
+	handlerName string
+	logger      klog.Logger
+	clock       clock.Clock
+	metrics     *handlerMetrics
+
+	syncTracker       *synctrack.SingleFileTracker
+	upstreamHasSynced toolscache.DoneChecker
+
+	// mu guards queue and stopped, and makes closing stopCh one step with
+	// setting stopped. Lock order: taken last (after processor.mu).
+	mu      sync.Mutex
+	queue   buffer.Ring[notification]
+	stopped bool
+	wake    chan struct{} // capacity 1: "the queue is not empty"
+	stopCh  chan struct{}
+	doneCh  chan struct{} // closed when run returns
+}
+
+var _ toolscache.ResourceEventHandlerRegistration = (*listener)(nil)
+
+func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceEventHandler, upstream toolscache.DoneChecker, bridge *metricsBridge) *listener {
+	name := handlerName(handler)
+	return &listener{
+		handler:           handler,
+		handlerName:       name,
+		logger:            logger,
+		clock:             c,
+		metrics:           bridge.handler(name),
+		syncTracker:       synctrack.NewSingleFileTracker(fmt.Sprintf("%s + event handler %s", upstream.Name(), name)),
+		upstreamHasSynced: upstream,
+		queue:             *buffer.NewRing[notification](buffer.RingOptions{InitialSize: 16, NormalSize: 16}),
+		wake:              make(chan struct{}, 1),
+		stopCh:            make(chan struct{}),
+		doneCh:            make(chan struct{}),
+	}
+}
+
+// HasSynced reports whether the informer has synced and this handler has
+// been given every object of the initial list.
+func (l *listener) HasSynced() bool { return l.syncTracker.HasSynced() }
+
+// HasSyncedChecker is HasSynced as a channel that closes, for cache.WaitFor.
+func (l *listener) HasSyncedChecker() toolscache.DoneChecker { return l.syncTracker }
+
+// ShutdownChan closes once the handler has been removed (or the informer has
+// stopped) and its last call has returned; cache.ShutDownEventHandler waits
+// on it.
+func (l *listener) ShutdownChan() <-chan struct{} { return l.doneCh }
+
+func (l *listener) add(n notification) {
+	if n.countsForSync {
+		l.syncTracker.Start()
+	}
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	l.queue.WriteOne(n)
+	l.metrics.enqueued(n.calls())
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *listener) next() (notification, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queue.ReadOne()
+}
+
+func (l *listener) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	l.stopped = true
+	close(l.stopCh)
+	// Drop what was not delivered so the objects it references can go.
+	l.queue = buffer.Ring[notification]{}
+}
+
+// stopBeforeStart is stop for a listener whose goroutines never ran.
+func (l *listener) stopBeforeStart() {
+	l.stop()
+	l.finish()
+}
+
+// finish marks the listener done once its last call has returned.
+func (l *listener) finish() {
+	l.metrics.closed()
+	close(l.doneCh)
+}
+
+func (l *listener) run() {
+	defer l.finish()
+	d := delivery{l: l}
+	for {
+		n, ok := l.next()
+		if !ok {
+			select {
+			case <-l.stopCh:
+				return
+			case <-l.wake:
+				continue
+			}
+		}
+		select {
+		case <-l.stopCh:
+			return
+		default:
+		}
+		d.deliver(n)
+	}
+}
+
+// watchSynced tells the tracker when the informer has synced.
+func (l *listener) watchSynced() {
+	select {
+	case <-l.upstreamHasSynced.Done():
+		l.syncTracker.UpstreamHasSynced()
+	case <-l.stopCh:
+	}
+}
+
+// delivery calls one listener's handler. After a handler panic that the
+// process survives (utilruntime.ReallyCrash turned off), the next call waits a
+// second, as client-go's listeners do, so a handler that always panics does
+// not spin.
+type delivery struct {
+	l               *listener
+	sleepBeforeNext bool
+}
+
+func (d *delivery) deliver(n notification) {
+	h := d.l.handler
+	switch n.kind {
+	case notifyAdd:
+		d.call(func() { h.OnAdd(n.newObj, false) })
+	case notifyUpdate:
+		d.call(func() { h.OnUpdate(n.oldObj, n.newObj) })
+	case notifyDelete:
+		d.call(func() { h.OnDelete(n.oldObj) })
+	case notifyReplace:
+		d.deliverReplace(n)
+	case notifyObjects:
+		for _, obj := range n.objects {
+			if d.stopped() {
+				return
+			}
+			if n.isInInitialList {
+				d.call(func() { h.OnAdd(obj, true) })
+			} else {
+				d.call(func() { h.OnUpdate(obj, obj) })
+			}
+		}
+		if n.countsForSync {
+			d.l.syncTracker.Finished()
+		}
+	}
+}
+
+func (d *delivery) deliverReplace(n notification) {
+	h := d.l.handler
+	for _, tomb := range n.diff.Deleted {
+		if d.stopped() {
+			return
+		}
+		d.call(func() { h.OnDelete(tomb) })
+	}
+	for _, c := range n.diff.Changes {
+		if d.stopped() {
+			return
+		}
+		switch {
+		case c.Old == nil:
+			d.call(func() { h.OnAdd(c.New, n.isInInitialList) })
+		case n.receiveSyncs || !sameResourceVersion(c.Old, c.New):
+			d.call(func() { h.OnUpdate(c.Old, c.New) })
+		default:
+			d.l.metrics.skipped() // client-go sends unchanged updates only to handlers due for resync
+		}
+	}
+	if n.countsForSync {
+		d.l.syncTracker.Finished()
+	}
+}
+
+func (d *delivery) stopped() bool {
+	select {
+	case <-d.l.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *delivery) call(f func()) {
+	if d.sleepBeforeNext {
+		select {
+		case <-d.l.clock.After(time.Second):
+		case <-d.l.stopCh:
+			return
+		}
+	}
+	d.sleepBeforeNext = true
+	start := d.l.clock.Now()
+	defer func() { d.l.metrics.delivered(d.l.clock.Since(start)) }()
+	defer utilruntime.HandleCrashWithLogger(d.l.logger, func(context.Context, any) { d.l.metrics.panicked() })
+	f()
+	d.sleepBeforeNext = false
+}

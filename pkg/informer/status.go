@@ -1,0 +1,141 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/utils/clock"
+
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
+)
+
+// SyncStatus says whether an informer has synced and, while it has not,
+// what stands in the way.
+type SyncStatus struct {
+	// Synced: the store has been filled by a complete list.
+	Synced bool
+	// Running: Run has been called and has not returned.
+	Running bool
+	// Since is when Run started.
+	Since time.Time
+	// LastError is the last failure of a list or watch since the last
+	// complete list, nil if none.
+	LastError error
+	// LastErrorTime is when LastError happened.
+	LastErrorTime time.Time
+	// Failures counts the failures since the last complete list.
+	Failures int
+	// Reason explains LastError in a few words, e.g. "forbidden by RBAC".
+	Reason string
+	// At is when the status was taken. Like every time above, it is read
+	// from the informer's clock (WithClock); String measures durations up
+	// to it, or up to now if it is zero.
+	At time.Time
+}
+
+// String summarises the status for a log line or an error message.
+func (st SyncStatus) String() string {
+	now := st.At
+	if now.IsZero() {
+		now = time.Now()
+	}
+	since := func(t time.Time) time.Duration { return now.Sub(t).Round(time.Second) }
+	switch {
+	case st.Synced:
+		return "synced"
+	case !st.Running:
+		return "not running"
+	case st.LastError == nil:
+		return fmt.Sprintf("listing for %s, no error so far", since(st.Since))
+	default:
+		return fmt.Sprintf("not synced after %s: %s (%d failures, last %s ago: %v)",
+			since(st.Since), st.Reason, st.Failures, since(st.LastErrorTime), st.LastError)
+	}
+}
+
+// SyncStatus reports whether the informer has synced and, if not, why: the
+// last list or watch error, explained. A controller stuck waiting for caches
+// can log it instead of a bare "timed out".
+func (s *SharedIndexInformer) SyncStatus() SyncStatus {
+	return s.diag.status(s.HasSynced())
+}
+
+// syncDiagnostics keeps what SyncStatus reports. It is safe for concurrent
+// use.
+type syncDiagnostics struct {
+	clock clock.PassiveClock
+
+	mu sync.Mutex // guards st; taken alone
+	st SyncStatus // Synced and At are filled in by status
+}
+
+func (d *syncDiagnostics) status(synced bool) SyncStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.st
+	st.Synced, st.At = synced, d.clock.Now()
+	return st
+}
+
+// running records that Run has started.
+func (d *syncDiagnostics) running() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.st.Running, d.st.Since = true, d.clock.Now()
+}
+
+// stopped records that Run has returned.
+func (d *syncDiagnostics) stopped() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.st.Running = false
+}
+
+// failed records a failed list or watch.
+func (d *syncDiagnostics) failed(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.st.LastError, d.st.LastErrorTime = err, d.clock.Now()
+	d.st.Failures++
+	d.st.Reason = explain(err)
+}
+
+// listed forgets the errors a complete list has overcome.
+func (d *syncDiagnostics) listed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.st.LastError, d.st.LastErrorTime, d.st.Failures, d.st.Reason = nil, time.Time{}, 0, ""
+}
+
+// explain names the usual reasons an informer cannot sync.
+func explain(err error) string {
+	switch {
+	case apierrors.IsForbidden(err):
+		return "forbidden by RBAC: the client may not list or watch this resource"
+	case apierrors.IsUnauthorized(err):
+		return "unauthorized: the client's credentials are not accepted"
+	case apierrors.IsNotFound(err):
+		return "not found: the server does not serve this resource (is its CRD installed?)"
+	case apierrors.IsTooManyRequests(err):
+		return "throttled by the API server (429)"
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		return "resourceVersion expired (410), relisting"
+	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err):
+		return "API server error"
+	case utilnet.IsConnectionRefused(err):
+		return "API server unreachable (connection refused)"
+	case errors.Is(err, listerwatcher.ErrNoEndBookmark):
+		return "the streaming list never ended (bookmarks turned off?)"
+	case apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
+		return "request rejected by the API server"
+	default:
+		return "list or watch failed"
+	}
+}

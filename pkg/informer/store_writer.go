@@ -1,0 +1,248 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/leaninformer/leaninformer/pkg/cache"
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
+)
+
+// storeWriter is the consumer of the watcher's events: it applies each to
+// the store and queues the matching notifications. It runs in the watcher's
+// goroutine, one event at a time: a restart page goes straight into the
+// indexer's replace buffer, so at most one page is held outside the store.
+type storeWriter struct {
+	indexer   *cache.Indexer
+	processor *processor
+	metrics   *metricsBridge
+	mutations toolscache.MutationDetector
+	// transform is applied to every object before it is stored (the user's,
+	// then interning); nil for none. It never returns nil without an error.
+	transform toolscache.TransformFunc
+	// changeMu is held across each store change and the queueing of its
+	// notifications (the informer's changeMu: see there).
+	changeMu *sync.Mutex
+	// commit records that the store is at rv, before any handler hears of
+	// the change; listed: a complete list was swapped in.
+	commit func(rv string, listed bool)
+	// synced is closed once the first complete list is stored and its
+	// notifications are queued.
+	synced      chan<- struct{}
+	clock       clock.PassiveClock
+	logger      klog.Logger
+	description string // of the objects, for logs
+
+	// State, owned by the watcher's goroutine.
+	listed  bool         // the first complete list has been swapped in
+	restart restartStats // the restart in progress
+}
+
+var _ listerwatcher.Consumer = (*storeWriter)(nil)
+
+// restartStats describes the restart in progress, for its metrics and its
+// summary log line.
+type restartStats struct {
+	reason                  listerwatcher.RestartReason
+	strategy                listerwatcher.Strategy
+	started                 time.Time
+	pages, objects, dropped int
+}
+
+// newStoreWriter builds the consumer that Run hands the watcher; transform
+// is the user's, as SetTransform left it.
+func (s *SharedIndexInformer) newStoreWriter(logger klog.Logger, transform toolscache.TransformFunc) *storeWriter {
+	return &storeWriter{
+		indexer:     s.indexer,
+		processor:   s.processor,
+		metrics:     s.metrics,
+		mutations:   s.mutationDetector,
+		transform:   s.cfg.storeTransform(checkedTransform(transform)),
+		changeMu:    &s.changeMu,
+		commit:      s.commit,
+		synced:      s.synced,
+		clock:       s.cfg.clock,
+		logger:      logger,
+		description: s.objectDescription,
+	}
+}
+
+// Handle implements listerwatcher.Consumer.
+func (w *storeWriter) Handle(ctx context.Context, ev listerwatcher.Event) error {
+	start := w.clock.Now()
+	err := w.handle(ctx, ev)
+	w.metrics.handled(w.clock.Since(start))
+	return err
+}
+
+func (w *storeWriter) handle(ctx context.Context, ev listerwatcher.Event) error {
+	switch ev.Type {
+	case listerwatcher.RestartStart:
+		w.startReplace(ev)
+	case listerwatcher.RestartPage:
+		w.addPage(ctx, ev.Objects)
+	case listerwatcher.RestartDone:
+		return w.finishReplace(ev.ResourceVersion)
+	case listerwatcher.Added, listerwatcher.Modified:
+		w.upsert(ctx, ev.Object)
+		w.applied(ev)
+	case listerwatcher.Deleted:
+		w.remove(ctx, ev.Object)
+		w.applied(ev)
+	case listerwatcher.Bookmark:
+		w.indexer.Bookmark(ev.ResourceVersion)
+		w.applied(ev)
+	default:
+		return fmt.Errorf("unknown watcher event type %v", ev.Type)
+	}
+	return nil
+}
+
+// applied records a live event's resourceVersion.
+func (w *storeWriter) applied(ev listerwatcher.Event) {
+	w.commit(ev.ResourceVersion, false)
+	w.metrics.applied(ev.Type, ev.ResourceVersion)
+}
+
+func (w *storeWriter) startReplace(ev listerwatcher.Event) {
+	w.indexer.StartReplace()
+	w.restart = restartStats{reason: ev.Reason, strategy: ev.Strategy, started: w.clock.Now()}
+	w.metrics.restartStarted(ev.Reason)
+}
+
+func (w *storeWriter) addPage(ctx context.Context, objs []runtime.Object) {
+	w.restart.pages++
+	dropped := 0
+	for i, obj := range objs {
+		if _, _, err := w.indexer.AddToReplace(obj, w.transform); err != nil {
+			dropped++
+			utilruntime.HandleErrorWithContext(ctx, err, "Dropping listed object", "type", w.description)
+		}
+		// Let go of the decoded copy now: relist reuse or the transform may
+		// have left it unreferenced, and the rest of the page need not pin it.
+		objs[i] = nil
+	}
+	w.restart.objects += len(objs) - dropped
+	w.restart.dropped += dropped
+	w.metrics.restartPage(w.restart.strategy, w.restart.objects, dropped)
+}
+
+func (w *storeWriter) finishReplace(rv string) error {
+	first := !w.listed
+	w.changeMu.Lock()
+	diff, err := w.indexer.FinishReplace(rv)
+	if err != nil {
+		w.changeMu.Unlock()
+		return fmt.Errorf("finishing restart at resourceVersion %q: %w", rv, err)
+	}
+	// Everything that describes the new store is recorded before handlers
+	// hear of it, so that what they see is never ahead of it.
+	w.commit(rv, true)
+	d := w.clock.Since(w.restart.started)
+	w.metrics.restartDone(d, len(diff.Changes), diff.Reused, rv)
+	for _, c := range diff.Changes {
+		w.mutations.AddObject(c.New)
+	}
+	w.processor.distributeReplace(diff, first)
+	w.changeMu.Unlock()
+	if first {
+		// Only now: a handler's HasSynced must not turn true before its
+		// share of the first list is queued.
+		w.listed = true
+		close(w.synced)
+	}
+
+	reuse := 0.0
+	if len(diff.Changes) > 0 {
+		reuse = float64(diff.Reused) / float64(len(diff.Changes))
+	}
+	w.logger.V(2).Info("Restart done", "type", w.description, "reason", w.restart.reason,
+		"strategy", w.restart.strategy, "resourceVersion", rv, "objects", len(diff.Changes),
+		"pages", w.restart.pages, "reuseRatio", fmt.Sprintf("%.2f", reuse), "dropped", w.restart.dropped,
+		"deleted", len(diff.Deleted), "duration", d)
+	return nil
+}
+
+func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object) {
+	stored, err := w.transformed(obj)
+	if err != nil {
+		w.metrics.dropped(1)
+		utilruntime.HandleErrorWithContext(ctx, err, "Dropping watch event", "type", w.description)
+		return
+	}
+	w.changeMu.Lock()
+	defer w.changeMu.Unlock()
+	old, existed, err := w.indexer.Upsert(stored)
+	if err != nil {
+		w.metrics.dropped(1)
+		utilruntime.HandleErrorWithContext(ctx, err, "Unable to store watch event object", "type", w.description)
+		return
+	}
+	w.mutations.AddObject(stored)
+	if existed {
+		w.processor.distribute(notification{kind: notifyUpdate, oldObj: old, newObj: stored}, sameResourceVersion(old, stored))
+		return
+	}
+	w.metrics.storeChanged(1)
+	w.processor.distribute(notification{kind: notifyAdd, newObj: stored}, false)
+}
+
+func (w *storeWriter) remove(ctx context.Context, obj runtime.Object) {
+	deleted, err := w.transformed(obj)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Dropping delete event's object, deleting by key", "type", w.description)
+		deleted = obj
+	}
+	w.changeMu.Lock()
+	defer w.changeMu.Unlock()
+	_, existed, err := w.indexer.Remove(deleted)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description)
+		return
+	}
+	if existed {
+		w.metrics.storeChanged(-1)
+	}
+	// Like client-go, handlers hear of every delete event, stored or not.
+	w.processor.distribute(notification{kind: notifyDelete, oldObj: deleted}, false)
+}
+
+func (w *storeWriter) transformed(obj runtime.Object) (any, error) {
+	if w.transform == nil {
+		return obj, nil
+	}
+	out, err := w.transform(obj)
+	if err != nil {
+		return nil, fmt.Errorf("transforming: %w", err)
+	}
+	return out, nil
+}
+
+// checkedTransform wraps the user's transform so that a nil result is an
+// error instead of a nil stored under some key.
+func checkedTransform(t toolscache.TransformFunc) toolscache.TransformFunc {
+	if t == nil {
+		return nil
+	}
+	return func(obj any) (any, error) {
+		out, err := t(obj)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			return nil, errTransformReturnedNil
+		}
+		return out, nil
+	}
+}
+
+var errTransformReturnedNil = errors.New("transform returned nil")
