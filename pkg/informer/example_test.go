@@ -57,6 +57,17 @@ func ExampleNewSharedIndexInformer() {
 	// handler saw 3 adds
 }
 
+// Options that come from configuration can be checked before an informer is
+// built: the constructors panic on invalid options, and NewCacheWith's
+// function returns this error.
+func ExampleValidateOptions() {
+	pageSize := int64(-1) // read from a flag, say
+	err := informer.ValidateOptions(informer.WithPageSize(pageSize), informer.WithSyncWarningAfter(time.Minute))
+	fmt.Println(err)
+	// Output:
+	// invalid informer options: WithPageSize: page size -1 is negative
+}
+
 // controller-runtime: one line in the manager's options. Every cache feature
 // (typed, unstructured and metadata-only objects, IndexField, transforms,
 // ByObject, DefaultNamespaces, selectors) works as with the default cache.

@@ -2,26 +2,18 @@ package informer
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
@@ -151,55 +143,6 @@ func TestMetrics(t *testing.T) {
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-func TestResourceLabels(t *testing.T) {
-	unstructuredDeployment := &unstructured.Unstructured{}
-	unstructuredDeployment.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
-	metadataOnly := &metav1.PartialObjectMetadata{}
-	metadataOnly.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1alpha1", Kind: "Widget"})
-	type notInScheme struct{ corev1.ConfigMap }
-	for _, tc := range []struct {
-		obj  runtime.Object
-		want schema.GroupVersionResource
-	}{
-		{&corev1.ConfigMap{}, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}},
-		{&networkingv1.NetworkPolicy{}, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}},
-		{&networkingv1.Ingress{}, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}},
-		{unstructuredDeployment, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}},
-		{metadataOnly, schema.GroupVersionResource{Group: "example.com", Version: "v1alpha1", Resource: "widgets"}},
-		{&notInScheme{}, schema.GroupVersionResource{Resource: "notinschemes"}},
-		{nil, schema.GroupVersionResource{Resource: "unknown"}},
-	} {
-		if got := resourceOf(tc.obj, defaultScheme); got != tc.want {
-			t.Errorf("resourceOf(%T) = %v, want %v", tc.obj, got, tc.want)
-		}
-	}
-}
-
-// logBuffer collects log lines.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *logBuffer) logger() klog.Logger {
-	return funcr.New(func(prefix, args string) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.lines = append(b.lines, prefix+" "+args)
-	}, funcr.Options{})
-}
-
-func (b *logBuffer) contains(s string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, l := range b.lines {
-		if strings.Contains(l, s) {
-			return true
-		}
-	}
-	return false
-}
-
 // fakeProvider is a client-go InformerMetricsProvider that keeps what it is
 // told.
 type fakeProvider struct {
@@ -225,9 +168,22 @@ func (g *fakeGauge) get() (float64, int) {
 	return g.v, g.set
 }
 
-type fakeHistogram struct{ n atomic.Int64 }
+type fakeHistogram struct {
+	mu sync.Mutex
+	v  []float64
+}
 
-func (h *fakeHistogram) Observe(float64) { h.n.Add(1) }
+func (h *fakeHistogram) Observe(v float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.v = append(h.v, v)
+}
+
+func (h *fakeHistogram) values() []float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.v)
+}
 
 func (p *fakeProvider) NewQueuedItemMetric(toolscache.InformerNameAndResource) toolscache.GaugeMetric {
 	return &p.queued
@@ -263,7 +219,7 @@ func TestClientGoInformerMetricsProvider(t *testing.T) {
 	if _, n := provider.queued.get(); n == 0 {
 		t.Fatal("queued items gauge never set")
 	}
-	if provider.latency.n.Load() == 0 {
+	if len(provider.latency.values()) == 0 {
 		t.Fatal("processing latency never observed")
 	}
 
@@ -277,40 +233,126 @@ func TestClientGoInformerMetricsProvider(t *testing.T) {
 	}
 }
 
-func TestSyncStatusSaysWhyNotSynced(t *testing.T) {
-	s := newServer(t, 3)
-	var forbid atomic.Bool
-	forbid.Store(true)
+// histogram reads one histogram series of a registry: its sample count and
+// sum.
+func histogram(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (count uint64, sum float64) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+		}
+	}
+	return 0, 0
+}
+
+// A restart's duration and the last-event timestamp are read from the
+// informer's clock.
+func TestRestartDurationComesFromTheClock(t *testing.T) {
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	s := newServer(t, 30)
+	// Each continue page (two of them: 30 objects in pages of 10) takes 2s.
 	s.SetFault(func(_ context.Context, req fake.Request) error {
-		if forbid.Load() {
-			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New(`User "bob" cannot list resource "configmaps"`))
+		if req.Verb == "list" && req.Options.Continue != "" {
+			clk.Step(2 * time.Second)
 		}
 		return nil
 	})
-	buf := &logBuffer{}
-	inf := newInformer(s, 0, WithStrategy(ListWatch), WithSyncWarningAfter(20*time.Millisecond))
-	if st := inf.SyncStatus(); st.Running || st.Synced {
-		t.Fatalf("status before Run: %+v", st)
+	m := metrics.New()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(klog.NewContext(context.Background(), buf.logger()))
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(runCtx) }()
-	defer func() { cancel(); <-done }()
-
-	eventually(t, "a failure to be recorded", func() bool { return inf.SyncStatus().Failures > 0 })
-	st := inf.SyncStatus()
-	if st.Synced || !st.Running || !apierrors.IsForbidden(st.LastError) || !strings.Contains(st.Reason, "RBAC") {
-		t.Fatalf("status while forbidden: %+v", st)
-	}
-	if !strings.Contains(st.String(), "forbidden by RBAC") {
-		t.Fatalf("status string %q does not say why", st.String())
-	}
-	eventually(t, "the watchdog's log line", func() bool { return buf.contains("Informer has not synced yet") && buf.contains("forbidden by RBAC") })
-
-	forbid.Store(false)
+	inf := newInformer(s, 0, WithStrategy(ListWatch), WithPageSize(10), WithClock(clk), WithMetrics(m), WithSyncWarningAfter(0))
+	run(t, inf)
 	waitSynced(t, inf)
-	if st := inf.SyncStatus(); !st.Synced || st.LastError != nil || st.Failures != 0 {
-		t.Fatalf("status after sync: %+v", st)
+
+	cm := map[string]string{"group": "", "version": "v1", "resource": "configmaps"}
+	if count, sum := histogram(t, reg, "leaninformer_restart_duration_seconds", cm); count != 1 || sum != 4 {
+		t.Fatalf("restart_duration_seconds: %d samples summing to %vs, want one of 4s", count, sum)
 	}
-	eventually(t, "the synced log line", func() bool { return buf.contains("Informer synced") })
+	at := func() float64 { return gathered(t, reg, "leaninformer_last_event_timestamp_seconds", cm) }
+	if got, want := at(), float64(t0.Add(4*time.Second).Unix()); got != want {
+		t.Fatalf("last_event_timestamp_seconds = %v after the restart, want %v", got, want)
+	}
+	clk.Step(time.Minute)
+	mustCreate(t, s, configMap("later"))
+	want := float64(t0.Add(4*time.Second + time.Minute).Unix())
+	eventually(t, "the live event's timestamp", func() bool { return at() == want })
+}
+
+// The time a handler takes is measured on the informer's clock.
+func TestHandlerLatencyComesFromTheClock(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := newServer(t, 4)
+	m := metrics.New()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	inf := newInformer(s, 0, WithStrategy(ListWatch), WithClock(clk), WithMetrics(m), WithSyncWarningAfter(0))
+	rec := newRecorder()
+	rec.onCall = func(call) { clk.Step(250 * time.Millisecond) }
+	reg1, err := inf.AddEventHandler(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf, reg1)
+
+	labels := map[string]string{"resource": "configmaps", "handler": "github.com/leaninformer/leaninformer/pkg/informer.recorder"}
+	eventually(t, "four calls measured", func() bool {
+		count, _ := histogram(t, reg, "leaninformer_handler_duration_seconds", labels)
+		return count == 4
+	})
+	if _, sum := histogram(t, reg, "leaninformer_handler_duration_seconds", labels); sum != 1 {
+		t.Fatalf("handler_duration_seconds sums to %vs, want 4 calls of 250ms", sum)
+	}
+}
+
+// client-go's processing latency (the time to handle one watcher event) is
+// measured on the informer's clock too.
+func TestClientGoProcessingLatencyComesFromTheClock(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := newServer(t, 3)
+	name, err := toolscache.NewInformerName("leaninformer-latency-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer name.Release()
+	provider := &fakeProvider{}
+	inf := NewSharedIndexInformerWithOptions(s.ListerWatcher(), &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{
+		Identifier:              name.WithResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}),
+		InformerMetricsProvider: provider,
+	}, WithBackoff(fastBackoff), WithMetrics(nil), WithStrategy(ListWatch), WithClock(clk), WithSyncWarningAfter(0))
+	// The transform runs while the store writer handles the list's page:
+	// one second per object.
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		clk.Step(time.Second)
+		return obj, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf)
+	if got := provider.latency.values(); !slices.Contains(got, 3.0) {
+		t.Fatalf("processing latencies %v, want the page of 3 objects at 3s", got)
+	}
 }

@@ -1,0 +1,36 @@
+package informer
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestResourceLabels(t *testing.T) {
+	unstructuredDeployment := &unstructured.Unstructured{}
+	unstructuredDeployment.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	metadataOnly := &metav1.PartialObjectMetadata{}
+	metadataOnly.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1alpha1", Kind: "Widget"})
+	type notInScheme struct{ corev1.ConfigMap }
+	for _, tc := range []struct {
+		obj  runtime.Object
+		want schema.GroupVersionResource
+	}{
+		{&corev1.ConfigMap{}, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}},
+		{&networkingv1.NetworkPolicy{}, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}},
+		{&networkingv1.Ingress{}, schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"}},
+		{unstructuredDeployment, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}},
+		{metadataOnly, schema.GroupVersionResource{Group: "example.com", Version: "v1alpha1", Resource: "widgets"}},
+		{&notInScheme{}, schema.GroupVersionResource{Resource: "notinschemes"}},
+		{nil, schema.GroupVersionResource{Resource: "unknown"}},
+	} {
+		if got := resourceOf(tc.obj, defaultScheme); got != tc.want {
+			t.Errorf("resourceOf(%T) = %v, want %v", tc.obj, got, tc.want)
+		}
+	}
+}
