@@ -51,7 +51,7 @@ chaos:
 	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
 	KUBEBUILDER_ASSETS="$$assets" LEANINFORMER_CHAOS=long $(GO) test -race -count=1 -timeout 60m -v \
 		./test/envtest/ -ginkgo.label-filter='chaos || soak'
-	$(GO) test -run '^$$' -fuzz '^FuzzPipelineAgainstModel$$' -fuzztime $(FUZZTIME) ./pkg/informer/
+	$(GO) test -run '^$$' -fuzz '^FuzzStoreWriterAgainstModel$$' -fuzztime $(FUZZTIME) ./pkg/informer/
 	$(GO) test -run '^$$' -fuzz '^FuzzWatcherAgainstServer$$' -fuzztime $(FUZZTIME) ./pkg/listerwatcher/
 
 clean:

@@ -12,10 +12,6 @@ import (
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 )
 
-// oursBuilt reports whether this build measures leaninformer's variants of
-// kind k.
-func oursBuilt(kind) bool { return true }
-
 // newOursInformer builds our informer with the variant's strategy, the
 // page size and relist reuse (the default, spelled out).
 func (c *child) newOursInformer(opts toolscache.SharedIndexInformerOptions) (toolscache.SharedIndexInformer, error) {

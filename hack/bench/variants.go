@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"regexp"
-	"slices"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -83,10 +82,9 @@ func (v variant) rows() []string {
 
 func relistRow(name string) string { return name + " relist" }
 
-// variants lists the variants this build can measure (see oursBuilt), in
-// table order.
+// variants lists the variants, in table order.
 func variants() []variant {
-	all := []variant{
+	return []variant{
 		{name: "floor", kind: floorKind, mode: listing,
 			desc: "the decoded objects in a plain slice (paged LIST)"},
 		{name: "client-go", kind: informerKind, mode: streaming, relist: true,
@@ -116,7 +114,6 @@ func variants() []variant {
 		{name: "client-go-intern", kind: informerKind, mode: streaming, intern: true,
 			desc: "client-go informer (streaming list) with intern.Default().Transform as its transform"},
 	}
-	return slices.DeleteFunc(all, func(v variant) bool { return v.ours && !oursBuilt(v.kind) })
 }
 
 // rowGroup orders the table: the floor, initial syncs, relists, rows
