@@ -115,7 +115,7 @@ func TestInitialListAndLiveEvents(t *testing.T) {
 			}
 			rec.reset()
 			// One change at a time, so that each check in onCall sees the store
-			// as the pipeline left it for that very notification.
+			// as the store writer left it for that very notification.
 			created := mustCreate(t, s, configMap("new", "a", "1"))
 			eventually(t, "the add", func() bool { return rec.len() == 1 })
 			updated := created.DeepCopyObject().(*corev1.ConfigMap)
