@@ -20,15 +20,15 @@ type protoList interface {
 // BenchmarkIngest measures what an informer spends per object as it lists:
 // decoding a protobuf page and copying each object out of it, as client-go
 // does, and the same with interning, side by side. Objects are the
-// benchmark's, as a kube-apiserver returned them (testdata).
+// benchmark's, as a kube-apiserver returned them (internal/testobjects).
 func BenchmarkIngest(b *testing.B) {
 	for _, kind := range []struct {
 		name string
 		list func(*testing.B) protoList
 	}{
-		{"rolebindings", func(b *testing.B) protoList { return pageOf[rbacv1.RoleBindingList](b, "rolebindings.json") }},
-		{"configmaps", func(b *testing.B) protoList { return pageOf[corev1.ConfigMapList](b, "configmaps.json") }},
-		{"pods", func(b *testing.B) protoList { return pageOf[corev1.PodList](b, "pods.json") }},
+		{"rolebindings", func(b *testing.B) protoList { return pageOf[rbacv1.RoleBindingList](b, "rolebindings") }},
+		{"configmaps", func(b *testing.B) protoList { return pageOf[corev1.ConfigMapList](b, "configmaps") }},
+		{"pods", func(b *testing.B) protoList { return pageOf[corev1.PodList](b, "pods") }},
 	} {
 		list := kind.list(b)
 		page, err := list.Marshal()
@@ -63,14 +63,14 @@ func BenchmarkIngest(b *testing.B) {
 	}
 }
 
-// pageOf returns testdata/file as a list of 200 objects (copies of its
-// objects, as on a page of a large LIST).
+// pageOf returns the server objects of kind as a list of 200 objects
+// (copies of them, as on a page of a large LIST).
 func pageOf[T any, L interface {
 	protoList
 	*T
-}](b *testing.B, file string) protoList {
+}](b *testing.B, kind string) protoList {
 	b.Helper()
-	objs := realObjects[T, L](b, file)
+	objs := realObjects(b, kind)
 	var all []runtime.Object
 	for len(all) < 200 {
 		for _, o := range objs {

@@ -3,40 +3,19 @@ package intern
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
-)
 
-// apiFixtures returns the JSON fixtures k8s.io/api tests its round trips
-// with: one object of every kind of every API group, every field set.
-func apiFixtures(t *testing.T) []string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/api").Output()
-	if err != nil {
-		t.Fatalf("locate k8s.io/api in the module cache: %v", err)
-	}
-	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "testdata", "HEAD", "*.json"))
-	if err != nil || len(files) < 150 {
-		t.Fatalf("found %d k8s.io/api fixtures (%v), want the ~190 of v0.37", len(files), err)
-	}
-	return files
-}
+	"github.com/leaninformer/leaninformer/internal/testobjects"
+)
 
 // decoded is one fixture decoded several times: ref is never interned,
 // interned are, in order. The first ones keep their own strings (the table
@@ -52,14 +31,11 @@ type decoded struct {
 func decodeFixtures(t *testing.T, decode func([]byte) (runtime.Object, error)) []decoded {
 	t.Helper()
 	var out []decoded
-	for _, file := range apiFixtures(t) {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, fixture := range testobjects.APIFixtures(t) {
+		var err error
 		objs := make([]runtime.Object, admitAt+2)
 		for i := range objs {
-			if objs[i], err = decode(data); err != nil {
+			if objs[i], err = decode(fixture.JSON); err != nil {
 				break
 			}
 		}
@@ -68,42 +44,17 @@ func decodeFixtures(t *testing.T, decode func([]byte) (runtime.Object, error)) [
 		}
 		_, metaErr := meta.Accessor(objs[0])
 		n := len(objs)
-		out = append(out, decoded{name: filepath.Base(file), ref: objs[0], interned: objs[1:], b: objs[n-2], c: objs[n-1], hasObjectMeta: metaErr == nil})
+		out = append(out, decoded{name: fixture.Name, ref: objs[0], interned: objs[1:], b: objs[n-2], c: objs[n-1], hasObjectMeta: metaErr == nil})
 	}
 	return out
 }
 
-func typedDecode(data []byte) (runtime.Object, error) {
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil)
-	return obj, err
-}
-
-func unstructuredDecode(data []byte) (runtime.Object, error) {
-	u := &unstructured.Unstructured{}
-	return u, u.UnmarshalJSON(data)
-}
-
-// partialDecode is the metadata-only view of a typed object, as
-// metadata informers store it.
-func partialDecode(data []byte) (runtime.Object, error) {
-	obj, err := typedDecode(data)
-	if err != nil {
-		return nil, err
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	accessor, ok := m.(metav1.ObjectMetaAccessor)
-	if !ok {
-		return nil, os.ErrInvalid
-	}
-	om, ok := accessor.GetObjectMeta().(*metav1.ObjectMeta)
-	if !ok {
-		return nil, os.ErrInvalid
-	}
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: *om}, nil
-}
+var (
+	typedDecode        = testobjects.DecodeTyped
+	unstructuredDecode = testobjects.DecodeUnstructured
+	partialDecode      = testobjects.DecodePartial
+	poison             = testobjects.Poison
+)
 
 func TestObjectKeepsEveryKindIntact(t *testing.T) {
 	// min: fixtures that must decode, and share their namespace and labels.
@@ -244,86 +195,11 @@ func TestObjectSharesNoWritableMemory(t *testing.T) {
 	}
 }
 
-// poison changes, in place, everything of v a caller can write: strings,
-// numbers, bools, bytes, slice elements and map entries, through pointers
-// and interfaces.
-func poison(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.String:
-		v.SetString(v.String() + "~")
-	case reflect.Bool:
-		v.SetBool(!v.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(v.Int() + 1)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(v.Uint() + 1)
-	case reflect.Float32, reflect.Float64:
-		v.SetFloat(v.Float() + 1)
-	case reflect.Struct:
-		switch x := v.Interface().(type) {
-		case time.Time:
-			v.Set(reflect.ValueOf(x.Add(time.Hour)))
-			return
-		case resource.Quantity:
-			v.Set(reflect.ValueOf(resource.MustParse("42")))
-			return
-		}
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				poison(v.Field(i))
-			}
-		}
-	case reflect.Pointer:
-		if !v.IsNil() {
-			poison(v.Elem())
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			poison(v.Index(i))
-		}
-	case reflect.Map:
-		for _, k := range v.MapKeys() {
-			e := reflect.New(v.Type().Elem()).Elem()
-			e.Set(v.MapIndex(k))
-			poison(e) // writes what the entry points to in place
-			v.SetMapIndex(k, e)
-		}
-	case reflect.Interface:
-		if v.IsNil() {
-			return
-		}
-		switch e := v.Elem(); e.Kind() {
-		case reflect.Pointer, reflect.Map, reflect.Slice:
-			poison(e)
-		default:
-			c := reflect.New(e.Type()).Elem()
-			c.Set(e)
-			poison(c)
-			v.Set(c)
-		}
-	}
-}
-
-// realObjects decodes testdata/<kind>.json: objects a kube-apiserver
-// returned for the benchmark's objects, managedFields and all.
-func realObjects[T any, L interface {
-	runtime.Object
-	*T
-}](t testing.TB, file string) []runtime.Object {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := L(new(T))
-	if err := json.Unmarshal(data, list); err != nil {
-		t.Fatal(err)
-	}
-	items, err := meta.ExtractListWithAlloc(list)
-	if err != nil || len(items) == 0 {
-		t.Fatalf("%s holds %d objects (%v)", file, len(items), err)
-	}
-	return items
+// realObjects returns the objects a kube-apiserver returned for the
+// benchmark's objects of a kind, managedFields and all.
+func realObjects(tb testing.TB, kind string) []runtime.Object {
+	tb.Helper()
+	return testobjects.ServerObjects(tb, kind)
 }
 
 // checkShared checks that from the third object on that has it, every
@@ -361,8 +237,8 @@ func checkUnshared[T any](t *testing.T, objs []T, what string, get func(T) strin
 
 func TestObjectSharesWhatRoleBindingsRepeat(t *testing.T) {
 	tab := NewTable()
-	objs := realObjects[rbacv1.RoleBindingList](t, "rolebindings.json")
-	ref := realObjects[rbacv1.RoleBindingList](t, "rolebindings.json")
+	objs := realObjects(t, "rolebindings")
+	ref := realObjects(t, "rolebindings")
 	var rbs []*rbacv1.RoleBinding
 	trimmed := 0
 	for i, o := range objs {
@@ -407,8 +283,8 @@ func TestObjectSharesWhatRoleBindingsRepeat(t *testing.T) {
 
 func TestObjectSharesWhatPodsOfADeploymentRepeat(t *testing.T) {
 	tab := NewTable()
-	objs := realObjects[corev1.PodList](t, "pods.json")
-	ref := realObjects[corev1.PodList](t, "pods.json")
+	objs := realObjects(t, "pods")
+	ref := realObjects(t, "pods")
 	var pods []*corev1.Pod
 	for i, o := range objs {
 		p := o.(*corev1.Pod)
