@@ -1,22 +1,36 @@
 package testobjects
 
-import "reflect"
+import (
+	"reflect"
+	"time"
 
-// EmptyToNil sets every empty, non-nil slice and map reachable from v
-// through exported fields, pointers, slices, maps and interfaces to nil, in
-// place: the form of a typed object decoded from protobuf, which cannot
-// tell an empty list or map from an absent one. v must be settable (reached
-// through a pointer).
-func EmptyToNil(v reflect.Value) {
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProtobufForm changes v, in place, to what decoding its protobuf encoding
+// gives, which cannot tell some representations apart:
+//   - an empty slice or map is nil (protobuf cannot tell it from an
+//     absent one), except
+//   - a []byte value of a map (ConfigMap.BinaryData, Secret.Data) is never
+//     nil: a nil one decodes as empty;
+//   - a metav1.Time keeps whole seconds and, like a metav1.MicroTime, is in
+//     the local time zone (as decoding JSON gives them too).
+//
+// It walks exported fields, pointers, slices, maps and interfaces. v must be
+// settable (reached through a pointer).
+func ProtobufForm(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			EmptyToNil(v.Elem())
+			ProtobufForm(v.Elem())
 		}
 	case reflect.Struct:
+		if setTime(v) {
+			return
+		}
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				EmptyToNil(v.Field(i))
+				ProtobufForm(v.Field(i))
 			}
 		}
 	case reflect.Slice:
@@ -26,11 +40,8 @@ func EmptyToNil(v reflect.Value) {
 			}
 			return
 		}
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return // bytes
-		}
 		for i := range v.Len() {
-			EmptyToNil(v.Index(i))
+			ProtobufForm(v.Index(i))
 		}
 	case reflect.Map:
 		if v.Len() == 0 {
@@ -39,11 +50,42 @@ func EmptyToNil(v reflect.Value) {
 			}
 			return
 		}
+		bytesValues := v.Type().Elem() == bytesType
 		for _, k := range v.MapKeys() {
 			e := reflect.New(v.Type().Elem()).Elem()
 			e.Set(v.MapIndex(k))
-			EmptyToNil(e)
+			if bytesValues {
+				if e.Len() == 0 {
+					e.Set(reflect.ValueOf([]byte{}))
+				}
+			} else {
+				ProtobufForm(e)
+			}
 			v.SetMapIndex(k, e)
 		}
 	}
+}
+
+var (
+	bytesType     = reflect.TypeFor[[]byte]()
+	timeType      = reflect.TypeFor[metav1.Time]()
+	microTimeType = reflect.TypeFor[metav1.MicroTime]()
+)
+
+// setTime puts a metav1.Time or MicroTime in its protobuf form and reports
+// whether v was one.
+func setTime(v reflect.Value) bool {
+	switch v.Type() {
+	case timeType:
+		if t := v.Interface().(metav1.Time); !t.IsZero() {
+			v.Set(reflect.ValueOf(metav1.Time{Time: time.Unix(t.Unix(), 0).Local()}))
+		}
+		return true
+	case microTimeType:
+		if t := v.Interface().(metav1.MicroTime); !t.IsZero() {
+			v.Set(reflect.ValueOf(metav1.MicroTime{Time: time.Unix(t.Unix(), int64(t.Nanosecond())).Local()}))
+		}
+		return true
+	}
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/leaninformer/leaninformer/pkg/cache"
+	"github.com/leaninformer/leaninformer/pkg/codec"
 )
 
 func pod(name, uid, rv string) *corev1.Pod {
@@ -60,4 +61,31 @@ func ExampleIndexer_FinishReplace() {
 	// added default/c
 	// deleted default/b
 	// resourceVersion: 12
+}
+
+// An encoded store keeps each object as bytes and decodes a fresh copy on
+// every read: what a caller does with it never reaches the store.
+func ExampleWithCodec() {
+	store := cache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
+		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+	}, cache.WithCodec(codec.New()))
+	_ = store.Add(pod("a", "0d4b8a4e-5b7c-4d1e-9f3a-2c6b8e0a1f24", "10"))
+
+	read, _, _ := store.GetByKey("default/a")
+	read.(*corev1.Pod).Labels = map[string]string{"changed": "by the caller"}
+	again, _, _ := store.GetByKey("default/a")
+	fmt.Println("labels in the store:", again.(*corev1.Pod).Labels)
+
+	// Updates use the index values and identity kept beside the bytes; the
+	// old object is handed out encoded, for the caller to decode if it needs it.
+	old, _, _ := store.Upsert(pod("a", "0d4b8a4e-5b7c-4d1e-9f3a-2c6b8e0a1f24", "11"))
+	oldPod, _ := store.Decode(old)
+	fmt.Println("replaced resourceVersion:", oldPod.(*corev1.Pod).ResourceVersion)
+
+	stats := store.CodecStats()
+	fmt.Println("encoded:", stats.Encoded, "kept decoded:", stats.Unencoded)
+	// Output:
+	// labels in the store: map[]
+	// replaced resourceVersion: 10
+	// encoded: 1 kept decoded: 0
 }

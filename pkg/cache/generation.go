@@ -40,9 +40,14 @@ func (ix namedIndexer) values(key string, obj any) []string {
 // replace buffer are both generations; finishing a paged replace makes the buffer
 // the live one.
 type generation struct {
+	// items holds objects, or encoded entries in a store with a codec.
 	items map[string]any
 	// indices[i] belongs to the Indexer's indexers[i].
 	indices []index
+	// encoded counts the items that are encoded entries, encodedBytes
+	// their encodings' bytes.
+	encoded      int
+	encodedBytes int64
 }
 
 // newGeneration returns an empty generation with room for size objects and,
@@ -79,9 +84,19 @@ func (g *generation) put(indexers []namedIndexer, key string, obj any) (old any,
 	old, existed = g.items[key]
 	g.items[key] = obj
 	for i, ix := range indexers {
-		g.indices[i].update(ix, key, old, obj)
+		g.indices[i].update(ix, i, key, old, obj)
 	}
+	g.count(old, -1)
+	g.count(obj, 1)
 	return old, existed
+}
+
+// count adds sign times stored to the generation's encoded counters.
+func (g *generation) count(stored any, sign int) {
+	if e, ok := stored.(*encoded); ok {
+		g.encoded += sign
+		g.encodedBytes += int64(sign * len(e.data))
+	}
 }
 
 // remove deletes key and its index entries and returns the object it held.
@@ -91,19 +106,11 @@ func (g *generation) remove(indexers []namedIndexer, key string) (old any, exist
 		return nil, false
 	}
 	for i, ix := range indexers {
-		g.indices[i].update(ix, key, old, nil)
+		g.indices[i].update(ix, i, key, old, nil)
 	}
+	g.count(old, -1)
 	delete(g.items, key)
 	return old, true
-}
-
-// buildIndex indexes every object of items with ix.
-func buildIndex(ix namedIndexer, items map[string]any) index {
-	idx := index{}
-	for key, obj := range items {
-		idx.update(ix, key, nil, obj)
-	}
-	return idx
 }
 
 // index maps an indexed value to the keys of the objects that produce it.
@@ -111,15 +118,17 @@ func buildIndex(ix namedIndexer, items map[string]any) index {
 // short-lived objects do not accumulate.
 type index map[string]keySet
 
-// update moves key from the values of oldObj to those of newObj; either may
-// be nil (create, delete).
-func (idx index) update(ix namedIndexer, key string, oldObj, newObj any) {
+// update moves key from the values of oldObj to those of newObj in the
+// index of ix, the i-th indexer; either may be nil (create, delete). An
+// encoded entry's values are those computed when it was stored: updates
+// and deletes never decode.
+func (idx index) update(ix namedIndexer, i int, key string, oldObj, newObj any) {
 	var oldValues, newValues []string
 	if oldObj != nil {
-		oldValues = ix.values(key, oldObj)
+		oldValues = indexValuesOf(ix, i, key, oldObj)
 	}
 	if newObj != nil {
-		newValues = ix.values(key, newObj)
+		newValues = indexValuesOf(ix, i, key, newObj)
 	}
 	// The common update: one value, unchanged.
 	if len(oldValues) == 1 && len(newValues) == 1 && oldValues[0] == newValues[0] {
@@ -128,10 +137,16 @@ func (idx index) update(ix namedIndexer, key string, oldObj, newObj any) {
 	for _, v := range oldValues {
 		idx.removeKey(v, key)
 	}
-	// key is now in none of this index's sets: adding cannot duplicate it,
-	// unless the index function repeats a value.
-	for i, v := range newValues {
-		if !slices.Contains(newValues[:i], v) {
+	idx.insert(key, newValues)
+}
+
+// insert adds key, which is in none of the index's sets, to those of
+// values.
+func (idx index) insert(key string, values []string) {
+	// Adding cannot duplicate key, unless the index function repeats a
+	// value.
+	for i, v := range values {
+		if !slices.Contains(values[:i], v) {
 			idx.addKey(v, key)
 		}
 	}

@@ -108,7 +108,9 @@ type harness struct {
 	t      testing.TB
 	ours   *Indexer
 	oracle toolscache.Indexer
-	reuse  bool
+	// enc is our Indexer with a codec (see encoded_harness_test.go).
+	enc   *Indexer
+	reuse bool
 
 	// The restart as the oracle will see it: every object AddToReplace
 	// buffered, in order. nil when no paged replace is in progress.
@@ -121,6 +123,7 @@ func newHarness(t testing.TB, reuse bool) *harness {
 		t:      t,
 		ours:   NewIndexer(kf, baseIndexers(), WithRelistReuse(reuse)),
 		oracle: toolscache.NewIndexer(kf, baseIndexers()),
+		enc:    newEncodedStore(reuse),
 		reuse:  reuse,
 	}
 }
@@ -135,17 +138,23 @@ func (h *harness) sameErr(what string, ours, theirs error) {
 
 func (h *harness) add(o any) {
 	h.t.Helper()
-	h.sameErr(fmt.Sprintf("Add(%v)", o), h.ours.Add(o), h.oracle.Add(o))
+	err := h.ours.Add(o)
+	h.sameErr(fmt.Sprintf("Add(%v)", o), err, h.oracle.Add(o))
+	h.sameErr(fmt.Sprintf("encoded Add(%v)", o), h.enc.Add(o), err)
 }
 
 func (h *harness) update(o any) {
 	h.t.Helper()
-	h.sameErr(fmt.Sprintf("Update(%v)", o), h.ours.Update(o), h.oracle.Update(o))
+	err := h.ours.Update(o)
+	h.sameErr(fmt.Sprintf("Update(%v)", o), err, h.oracle.Update(o))
+	h.sameErr(fmt.Sprintf("encoded Update(%v)", o), h.enc.Update(o), err)
 }
 
 func (h *harness) delete(o any) {
 	h.t.Helper()
-	h.sameErr(fmt.Sprintf("Delete(%v)", o), h.ours.Delete(o), h.oracle.Delete(o))
+	err := h.ours.Delete(o)
+	h.sameErr(fmt.Sprintf("Delete(%v)", o), err, h.oracle.Delete(o))
+	h.sameErr(fmt.Sprintf("encoded Delete(%v)", o), h.enc.Delete(o), err)
 }
 
 // upsert checks that Upsert returns what the store held.
@@ -157,6 +166,7 @@ func (h *harness) upsert(o any) {
 	if old != want || existed != wantExisted {
 		h.t.Fatalf("Upsert(%v) = %v, %v; want %v, %v", o, old, existed, want, wantExisted)
 	}
+	h.encUpsert(o, err, want, wantExisted)
 }
 
 // remove checks that Remove returns what the store held.
@@ -168,6 +178,7 @@ func (h *harness) remove(o any) {
 	if old != want || existed != wantExisted {
 		h.t.Fatalf("Remove(%v) = %v, %v; want %v, %v", o, old, existed, want, wantExisted)
 	}
+	h.encRemove(o, err, want, wantExisted)
 }
 
 // current returns the oracle's object under o's key.
@@ -178,27 +189,34 @@ func (h *harness) current(o any) (any, bool) {
 
 func (h *harness) replace(list []any, rv string) {
 	h.t.Helper()
-	h.sameErr("Replace", h.ours.Replace(slices.Clone(list), rv), h.oracle.Replace(slices.Clone(list), rv))
+	err := h.ours.Replace(slices.Clone(list), rv)
+	h.sameErr("Replace", err, h.oracle.Replace(slices.Clone(list), rv))
+	h.sameErr("encoded Replace", h.enc.Replace(slices.Clone(list), rv), err)
 }
 
 func (h *harness) bookmark(rv string) {
 	h.ours.Bookmark(rv)
 	h.oracle.Bookmark(rv)
+	h.enc.Bookmark(rv)
 }
 
 func (h *harness) addIndexers(idx toolscache.Indexers) {
 	h.t.Helper()
 	// Each store gets its own map: client-go's keeps and extends it.
-	h.sameErr("AddIndexers", h.ours.AddIndexers(maps.Clone(idx)), h.oracle.AddIndexers(maps.Clone(idx)))
+	err := h.ours.AddIndexers(maps.Clone(idx))
+	h.sameErr("AddIndexers", err, h.oracle.AddIndexers(maps.Clone(idx)))
+	h.sameErr("encoded AddIndexers", h.enc.AddIndexers(maps.Clone(idx)), err)
 }
 
 func (h *harness) startReplace() {
 	h.ours.StartReplace()
+	h.enc.StartReplace()
 	h.paged = []any{}
 }
 
 func (h *harness) abortReplace() {
 	h.ours.AbortReplace()
+	h.enc.AbortReplace()
 	h.paged = nil
 }
 
@@ -216,6 +234,7 @@ func (h *harness) addToReplace(o any, transform toolscache.TransformFunc) {
 		}
 	}
 	stored, reused, err := h.ours.AddToReplace(o, counted)
+	h.encAddToReplace(o, transform, stored, reused, err)
 	if h.ours.Replacing() != (h.paged != nil) {
 		h.t.Fatalf("Replacing() = %v, harness replace %v", h.ours.Replacing(), h.paged != nil)
 	}
@@ -271,6 +290,7 @@ func sameVersion(a, b any) bool {
 func (h *harness) finishReplace(rv string) {
 	h.t.Helper()
 	d, err := h.ours.FinishReplace(rv)
+	h.encFinishReplace(rv, d, err)
 	if h.paged == nil {
 		if !errors.Is(err, ErrNoReplace) || d != nil {
 			h.t.Fatalf("FinishReplace without a paged replace = %v, %v; want ErrNoReplace", d, err)
@@ -402,6 +422,7 @@ func (h *harness) check() {
 	for _, name := range append(names, "no-such-index") {
 		h.checkIndex(name)
 	}
+	h.checkEncoded(oracleItems)
 }
 
 func (h *harness) checkIndex(name string) {

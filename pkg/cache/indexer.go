@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clientgofeatures "k8s.io/client-go/features"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -19,10 +20,13 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 // generation of the store while readers keep using the current one.
 //
 // As with client-go's indexer, objects handed in or out are shared: callers
-// must treat them as immutable.
+// must treat them as immutable. With WithCodec, objects are kept encoded and
+// every read returns a fresh object that the caller owns.
 type Indexer struct {
 	keyFunc     toolscache.KeyFunc
 	relistReuse bool
+	codec       Codec // nil: objects are kept as they are
+	counters    codecCounters
 
 	// replaceMu guards the replace buffer and serializes the writers that
 	// build a whole generation (Replace, AddIndexers, FinishReplace), so that
@@ -50,23 +54,10 @@ type Indexer struct {
 	testHookBeforeWriteLock func()
 }
 
-// Option configures an Indexer.
-type Option func(*config)
-
-type config struct {
-	relistReuse bool
-}
-
-// WithRelistReuse turns relist reuse on or off (it is on by default): with
-// it, a replace buffers the live object in place of a new copy whose key, UID
-// and resourceVersion are the same. See AddToReplace.
-func WithRelistReuse(enabled bool) Option {
-	return func(c *config) { c.relistReuse = enabled }
-}
-
 // NewIndexer returns an empty indexer that computes keys with keyFunc and
 // maintains the given indices. Relist reuse is on unless turned off with
-// WithRelistReuse(false). The indexers map is copied.
+// WithRelistReuse(false); objects are kept as they are unless WithCodec
+// gives a codec. The indexers map is copied.
 func NewIndexer(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers, opts ...Option) *Indexer {
 	if keyFunc == nil {
 		panic("cache.NewIndexer: nil keyFunc")
@@ -78,6 +69,7 @@ func NewIndexer(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers, opts .
 	c := &Indexer{
 		keyFunc:     keyFunc,
 		relistReuse: cfg.relistReuse,
+		codec:       cfg.codec,
 		indexers:    sortedIndexers(indexers),
 		byName:      make(map[string]int, len(indexers)),
 	}
@@ -109,16 +101,20 @@ func resourceVersionOf(obj any) (rv string, ok bool) {
 
 // Upsert adds or replaces obj in the live generation and returns the object
 // it replaced, so that a caller can notify an update without a second lookup.
-// Like Add and Update, it sets the store's resourceVersion to obj's.
+// Like Add and Update, it sets the store's resourceVersion to obj's. With a
+// codec, obj is encoded (outside the store's locks) and old is what the
+// store held, possibly an encoded entry: see Decode.
 func (c *Indexer) Upsert(obj any) (old any, existed bool, err error) {
 	key, err := c.key(obj)
 	if err != nil {
 		return nil, false, err
 	}
 	rv, hasRV := resourceVersionOf(obj)
+	stored := c.encode(obj)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old, existed = c.live.put(c.indexers, key, obj)
+	c.setIndexValues(key, obj, stored)
+	old, existed = c.live.put(c.indexers, key, stored)
 	c.liveWrites++
 	if hasRV {
 		c.rv = rv
@@ -127,7 +123,7 @@ func (c *Indexer) Upsert(obj any) (old any, existed bool, err error) {
 }
 
 // Remove deletes obj's key from the live generation and returns the object
-// the store held. Like Delete, it sets the store's resourceVersion to obj's,
+// the store held (with a codec, possibly an encoded entry: see Decode). Like Delete, it sets the store's resourceVersion to obj's,
 // even if the key was absent. obj may be a DeletedFinalStateUnknown if the
 // key function understands it (DeletionHandlingMetaNamespaceKeyFunc).
 func (c *Indexer) Remove(obj any) (old any, existed bool, err error) {
@@ -175,23 +171,31 @@ func (c *Indexer) Get(obj any) (item any, exists bool, err error) {
 	return c.GetByKey(key)
 }
 
-// GetByKey returns the object stored under key. The error is always nil.
+// GetByKey returns the object stored under key. The error is nil unless
+// the store has a codec and the object cannot be decoded.
 func (c *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
 	item, exists = c.live.items[key]
-	return item, exists, nil
+	c.mu.RUnlock()
+	if !exists {
+		return nil, false, nil
+	}
+	item, err = c.readable(item)
+	if err != nil {
+		return nil, true, err
+	}
+	return item, true, nil
 }
 
 // List returns every object of the live generation, in no particular order.
 func (c *Indexer) List() []any {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
 	list := make([]any, 0, len(c.live.items))
 	for _, obj := range c.live.items {
 		list = append(list, obj)
 	}
-	return list
+	c.mu.RUnlock()
+	return c.readableList(list)
 }
 
 // ListKeys returns every key of the live generation, in no particular order.
@@ -219,7 +223,9 @@ func (c *Indexer) Replace(list []any, resourceVersion string) error {
 		if err != nil {
 			return err
 		}
-		gen.put(c.indexers, key, obj)
+		stored := c.encode(obj)
+		c.setIndexValues(key, obj, stored)
+		gen.put(c.indexers, key, stored)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -262,6 +268,14 @@ func noIndexError(name string) error {
 // Index returns the objects that share at least one indexed value with obj
 // in the named index.
 func (c *Indexer) Index(indexName string, obj any) ([]any, error) {
+	list, err := c.indexLocked(indexName, obj)
+	if err != nil {
+		return nil, err
+	}
+	return c.readableList(list), nil
+}
+
+func (c *Indexer) indexLocked(indexName string, obj any) ([]any, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	i, ok := c.byName[indexName]
@@ -307,12 +321,14 @@ func (c *Indexer) objectsLocked(keys keySet) []any {
 // include indexedValue.
 func (c *Indexer) ByIndex(indexName, indexedValue string) ([]any, error) {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
 	i, ok := c.byName[indexName]
 	if !ok {
+		c.mu.RUnlock()
 		return nil, noIndexError(indexName)
 	}
-	return c.objectsLocked(c.live.indices[i][indexedValue]), nil
+	list := c.objectsLocked(c.live.indices[i][indexedValue])
+	c.mu.RUnlock()
+	return c.readableList(list), nil
 }
 
 // IndexKeys returns, sorted, the keys of the objects whose indexed values in
@@ -385,11 +401,12 @@ func (c *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 
 	// Build every new index before attaching any: an index function that
 	// fails panics and leaves the store as it was.
+	b := &indexBuild{codec: c.codec, added: added}
 	var bufferIndices []index
 	if c.buffer != nil {
-		bufferIndices = buildIndices(added, c.buffer.gen.items)
+		bufferIndices = b.build(c.buffer.gen.items)
 	}
-	liveIndices, seen := c.buildLiveIndices(added)
+	liveIndices, seen := c.buildLiveIndices(b)
 	if c.testHookBeforeWriteLock != nil {
 		c.testHookBeforeWriteLock()
 	}
@@ -397,7 +414,7 @@ func (c *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.liveWrites != seen {
-		liveIndices = buildIndices(added, c.live.items)
+		liveIndices = b.build(c.live.items)
 	}
 	for i, ix := range added {
 		c.byName[ix.name] = len(c.indexers)
@@ -407,21 +424,35 @@ func (c *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 			c.buffer.gen.indices = append(c.buffer.gen.indices, bufferIndices[i])
 		}
 	}
+	b.attach()
 	return nil
 }
 
 // buildLiveIndices indexes the live generation under the read lock and
 // returns the indices with the live write count they reflect.
-func (c *Indexer) buildLiveIndices(indexers []namedIndexer) ([]index, uint64) {
+func (c *Indexer) buildLiveIndices(b *indexBuild) ([]index, uint64) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return buildIndices(indexers, c.live.items), c.liveWrites
+	return b.build(c.live.items), c.liveWrites
 }
 
-func buildIndices(indexers []namedIndexer, items map[string]any) []index {
-	indices := make([]index, len(indexers))
-	for i, ix := range indexers {
-		indices[i] = buildIndex(ix, items)
+// readableList replaces each stored value of list by what a read hands out
+// (see readable). An object that cannot be decoded is left out and reported:
+// the store still holds it, and Get returns the error.
+func (c *Indexer) readableList(list []any) []any {
+	if c.codec == nil {
+		return list
 	}
-	return indices
+	n := 0
+	for _, stored := range list {
+		obj, err := c.readable(stored)
+		if err != nil {
+			utilruntime.HandleError(fmt.Errorf("leaving an object out of a store read: %w", err))
+			continue
+		}
+		list[n] = obj
+		n++
+	}
+	clear(list[n:])
+	return list[:n]
 }

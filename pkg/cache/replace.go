@@ -38,6 +38,11 @@ type Diff struct {
 	// that key). Old is the object the key held before the swap, or nil if
 	// the key is new. Objects kept by relist reuse have Old == New: the very
 	// same pointer.
+	//
+	// In a store with a codec, the objects of Deleted and Changes are what
+	// the store holds, encoded entries for the most part: Decode gives their
+	// objects, so that a consumer decodes each as it needs it rather than
+	// all of them at once.
 	Changes []Change
 	// Reused is the number of Changes whose New is the very object it
 	// replaced (pointer identity): the relist reuse hits.
@@ -93,6 +98,10 @@ func (c *Indexer) AbortReplace() {
 // the store's locks held; if it fails, nothing is buffered and its error is
 // returned wrapped. Adding a key already buffered replaces the buffered
 // object. It returns ErrNoReplace if no paged replace is in progress.
+//
+// With a codec, the (transformed) object is encoded outside the store's
+// locks and stored is the encoded entry (see Decode); relist reuse compares
+// the UID and resourceVersion kept beside the live entry, without decoding.
 func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (stored any, reused bool, err error) {
 	key, err := c.key(obj)
 	if err != nil {
@@ -104,19 +113,24 @@ func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (sto
 	if c.relistReuse {
 		stored, reused = c.unchangedLive(key, obj)
 	}
+	var final any // the object stored, for its index values
 	if !reused {
-		stored = obj
+		final = obj
 		if transform != nil {
-			if stored, err = transform(obj); err != nil {
+			if final, err = transform(obj); err != nil {
 				return nil, false, fmt.Errorf("transforming: %w", err)
 			}
 		}
+		stored = c.encode(final)
 	}
 
 	c.replaceMu.Lock()
 	defer c.replaceMu.Unlock()
 	if c.buffer == nil { // aborted meanwhile
 		return nil, false, ErrNoReplace
+	}
+	if !reused {
+		c.setIndexValues(key, final, stored)
 	}
 	if _, existed := c.buffer.gen.put(c.indexers, key, stored); !existed {
 		c.buffer.changes = append(c.buffer.changes, Change{Key: key})
@@ -137,6 +151,9 @@ func (c *Indexer) unchangedLive(key string, obj any) (any, bool) {
 	c.mu.RUnlock()
 	if !ok {
 		return nil, false
+	}
+	if e, isEncoded := live.(*encoded); isEncoded {
+		return live, e.sameVersion(string(next.GetUID()), next.GetResourceVersion())
 	}
 	cur, err := meta.Accessor(live)
 	if err != nil || cur.GetUID() != next.GetUID() || cur.GetResourceVersion() != next.GetResourceVersion() {

@@ -1,0 +1,335 @@
+package cache
+
+import (
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/leaninformer/leaninformer/pkg/intern"
+)
+
+// Codec encodes objects for an Indexer that keeps them as bytes (see
+// WithCodec). The Indexer knows nothing of the format: package codec
+// provides one. A Codec must be safe for concurrent use.
+type Codec interface {
+	// Encode returns obj's encoding, or an error if it cannot encode obj so
+	// that Decode gives it back; the Indexer then keeps obj as it is.
+	Encode(obj any) ([]byte, error)
+	// Decode returns a new object decoded from what Encode returned.
+	Decode(data []byte) (any, error)
+}
+
+// encoded is an object the store keeps as bytes, with what the store needs
+// without decoding it: its UID and resourceVersion for relist reuse, and
+// its index values for updates and deletes. The key is the map key it is
+// stored under. An encoded entry never changes once stored, except that
+// AddIndexers appends the values of new indices, holding both locks.
+type encoded struct {
+	data []byte
+	// uid and rv are the object's UID and resourceVersion in their usual
+	// forms, a UUID and a decimal number (zero: empty); extra holds them as
+	// strings when they are not.
+	uid    [16]byte
+	rv     uint64
+	values indexValues
+	extra  *entryExtra // nil for the common case
+}
+
+// entryExtra is what few entries need.
+type entryExtra struct {
+	uid, rv    string // when not in compact form
+	compactUID bool
+	compactRV  bool
+	// ends[i] is where index i's values end in values.flat; nil when every
+	// index produced exactly one value.
+	ends []int32
+}
+
+// indexValues are an object's values for each of the store's indices, in
+// the order of its indexers, flattened.
+type indexValues struct {
+	flat []string
+}
+
+// newEncoded returns an entry for obj's encoding data, with obj's identity.
+// Its index values are set by setValues.
+func newEncoded(obj any, data []byte) *encoded {
+	e := &encoded{data: data}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return e
+	}
+	uid, rv := string(m.GetUID()), m.GetResourceVersion()
+	var okUID, okRV bool
+	e.uid, okUID = parseUUID(uid)
+	e.rv, okRV = parseRV(rv)
+	if !okUID || !okRV {
+		e.extra = &entryExtra{compactUID: okUID, compactRV: okRV}
+		if !okUID {
+			e.extra.uid = uid
+		}
+		if !okRV {
+			e.extra.rv = rv
+		}
+	}
+	return e
+}
+
+// sameVersion reports whether the entry holds the version uid, rv of its
+// object. An empty resourceVersion proves nothing, so it never matches.
+func (e *encoded) sameVersion(uid, rv string) bool {
+	if rv == "" {
+		return false
+	}
+	if e.extra != nil && !e.extra.compactUID {
+		if e.extra.uid != uid {
+			return false
+		}
+	} else if u, ok := parseUUID(uid); !ok || u != e.uid {
+		return false
+	}
+	if e.extra != nil && !e.extra.compactRV {
+		return e.extra.rv == rv
+	}
+	v, ok := parseRV(rv)
+	return ok && v == e.rv
+}
+
+// parseUUID returns the bytes of a UUID in its canonical lowercase form;
+// an empty uid is the zero array. ok is false for anything else (and for
+// the nil UUID, which would be taken for an empty uid).
+func parseUUID(uid string) (u [16]byte, ok bool) {
+	if uid == "" {
+		return u, true
+	}
+	if len(uid) != 36 || uid[8] != '-' || uid[13] != '-' || uid[18] != '-' || uid[23] != '-' {
+		return u, false
+	}
+	hexDigits := uid[0:8] + uid[9:13] + uid[14:18] + uid[19:23] + uid[24:36]
+	for i := range len(hexDigits) {
+		if c := hexDigits[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return u, false // uppercase would not format back the same
+		}
+	}
+	if _, err := hex.Decode(u[:], []byte(hexDigits)); err != nil || u == ([16]byte{}) {
+		return [16]byte{}, false
+	}
+	return u, true
+}
+
+// parseRV returns a resourceVersion that is a decimal number as written
+// without leading zeros; an empty one is 0. ok is false for anything else,
+// "0" included.
+func parseRV(rv string) (uint64, bool) {
+	if rv == "" {
+		return 0, true
+	}
+	v, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil || v == 0 || rv[0] == '0' || rv[0] == '+' {
+		return 0, false
+	}
+	return v, true
+}
+
+// indexValuesOf returns obj's values in index i: from the entry if obj is
+// one (computed when it was stored), else from the index function.
+func indexValuesOf(ix namedIndexer, i int, key string, obj any) []string {
+	if e, ok := obj.(*encoded); ok {
+		return e.valuesOf(i)
+	}
+	return ix.values(key, obj)
+}
+
+func (e *encoded) valuesOf(i int) []string {
+	if e.extra == nil || e.extra.ends == nil {
+		return e.values.flat[i : i+1 : i+1]
+	}
+	start := int32(0)
+	if i > 0 {
+		start = e.extra.ends[i-1]
+	}
+	return e.values.flat[start:e.extra.ends[i]:e.extra.ends[i]]
+}
+
+// computeValues computes obj's values for indexers, interning them (a
+// namespace or a label value is shared by many objects), as flat values
+// and, unless every index produced exactly one, their ends.
+func computeValues(indexers []namedIndexer, key string, obj any) (flat []string, ends []int32) {
+	flat = make([]string, 0, len(indexers))
+	var endsBuf [8]int32
+	ends = endsBuf[:0]
+	one := true
+	for _, ix := range indexers {
+		values := ix.values(key, obj)
+		one = one && len(values) == 1
+		for _, v := range values {
+			flat = append(flat, intern.Default().String(v))
+		}
+		ends = append(ends, int32(len(flat)))
+	}
+	if one {
+		return flat, nil
+	}
+	return flat, slices.Clone(ends)
+}
+
+// setValues sets the entry's index values, computed from obj, the object
+// it encodes.
+func (e *encoded) setValues(indexers []namedIndexer, key string, obj any) {
+	flat, ends := computeValues(indexers, key, obj)
+	e.values.flat = flat
+	e.setEnds(ends)
+}
+
+func (e *encoded) setEnds(ends []int32) {
+	switch {
+	case ends != nil && e.extra == nil:
+		e.extra = &entryExtra{compactUID: true, compactRV: true, ends: ends}
+	case e.extra != nil:
+		e.extra.ends = ends
+	}
+}
+
+// appendValues appends the values of added indices to the entry's.
+func (e *encoded) appendValues(flat []string, ends []int32) {
+	n := len(e.values.flat)
+	if e.extra == nil || e.extra.ends == nil {
+		if ends == nil {
+			e.values.flat = append(e.values.flat[:n:n], flat...)
+			return
+		}
+		// The entry's indices had one value each: spell out their ends.
+		old := make([]int32, n)
+		for i := range old {
+			old[i] = int32(i + 1)
+		}
+		e.values.flat = append(e.values.flat[:n:n], flat...)
+		e.setEnds(append(old, shifted(ends, n, len(flat))...))
+		return
+	}
+	prev := e.extra.ends
+	e.values.flat = append(e.values.flat[:n:n], flat...)
+	e.setEnds(append(prev[:len(prev):len(prev)], shifted(ends, n, len(flat))...))
+}
+
+// shifted returns the ends of added values placed after n existing ones;
+// nil ends stand for one value per index.
+func shifted(ends []int32, n, count int) []int32 {
+	out := make([]int32, 0, count)
+	if ends == nil {
+		for i := range count {
+			out = append(out, int32(n+i+1))
+		}
+		return out
+	}
+	for _, end := range ends {
+		out = append(out, int32(n)+end)
+	}
+	return out
+}
+
+// codecCounters count what the store could not do with its codec.
+type codecCounters struct {
+	encodeFailures atomic.Uint64
+	decodeFailures atomic.Uint64
+}
+
+// CodecStats describes the live objects of an Indexer made with WithCodec.
+type CodecStats struct {
+	// Encoded is the number of objects kept as bytes, and EncodedBytes the
+	// size of their encodings.
+	Encoded      int
+	EncodedBytes int64
+	// Unencoded is the number of objects kept as they are because the codec
+	// refused them.
+	Unencoded int
+	// EncodeFailures counts the objects the codec refused since the store
+	// was made; DecodeFailures the reads that could not decode an object
+	// (none unless the codec is broken: such an object is left out of List
+	// and index reads, and Get returns the error).
+	EncodeFailures, DecodeFailures uint64
+}
+
+// CodecStats returns what the store holds encoded and what its codec
+// refused. All zero without a codec.
+func (c *Indexer) CodecStats() CodecStats {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return CodecStats{
+		Encoded:        c.live.encoded,
+		EncodedBytes:   c.live.encodedBytes,
+		Unencoded:      len(c.live.items) - c.live.encoded,
+		EncodeFailures: c.counters.encodeFailures.Load(),
+		DecodeFailures: c.counters.decodeFailures.Load(),
+	}
+}
+
+// Decode returns the object a stored value stands for: a freshly decoded
+// object for an encoded entry, anything else as it is. Use it on what
+// Upsert, Remove and the Diff of FinishReplace hand out when the store has a
+// codec.
+func (c *Indexer) Decode(stored any) (any, error) {
+	e, ok := stored.(*encoded)
+	if !ok {
+		return stored, nil
+	}
+	obj, err := c.codec.Decode(e.data)
+	if err != nil {
+		c.counters.decodeFailures.Add(1)
+		return nil, fmt.Errorf("decoding a stored object: %w", err)
+	}
+	return obj, nil
+}
+
+// IsEncoded reports whether a value handed out by Upsert, Remove or a Diff
+// is an encoded entry, which Decode turns into an object.
+func IsEncoded(stored any) bool {
+	_, ok := stored.(*encoded)
+	return ok
+}
+
+// readable returns what a read hands out for a stored value: the object
+// itself without a codec; with one, a fresh decode, or a DeepCopy of an
+// object the codec refused, so that no caller can change the store through
+// what it read.
+func (c *Indexer) readable(stored any) (any, error) {
+	if c.codec == nil {
+		return stored, nil
+	}
+	if _, ok := stored.(*encoded); ok {
+		return c.Decode(stored)
+	}
+	if o, ok := stored.(runtime.Object); ok {
+		return o.DeepCopyObject(), nil
+	}
+	return stored, nil
+}
+
+// encode returns what the store keeps for obj: an entry with its encoding,
+// or obj itself without a codec or if the codec refuses it. The entry's
+// index values are left to the caller, which computes them holding the
+// lock that keeps the indexers still.
+func (c *Indexer) encode(obj any) any {
+	if c.codec == nil || obj == nil {
+		return obj
+	}
+	data, err := c.codec.Encode(obj)
+	if err != nil {
+		c.counters.encodeFailures.Add(1)
+		return obj
+	}
+	return newEncoded(obj, data)
+}
+
+// setIndexValues gives an entry that encode returned for obj its index
+// values; the caller holds a lock that keeps the indexers still.
+func (c *Indexer) setIndexValues(key string, obj, stored any) {
+	if e, ok := stored.(*encoded); ok {
+		e.setValues(c.indexers, key, obj)
+	}
+}

@@ -1,0 +1,110 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
+)
+
+var unstructuredType = reflect.TypeFor[unstructured.Unstructured]()
+
+// encodeUnstructured encodes u's content as CBOR, prefixed by the kind
+// number of unstructured objects. CBOR rather than JSON: it is smaller and
+// faster to decode, and keeps float64s that hold whole numbers float64
+// (JSON turns 1.0 into the int64 1).
+func (c *Codec) encodeUnstructured(u *unstructured.Unstructured) ([]byte, error) {
+	if u == nil || u.Object == nil {
+		// Decoding gives an empty, non-nil content: not what was stored.
+		return nil, fmt.Errorf("%w: unstructured object without content", ErrUnsupported)
+	}
+	if err := checkJSONValue(u.Object); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	id, err := c.kinds.id(kind{unstructured: true, typ: unstructuredType})
+	if err != nil {
+		return nil, err
+	}
+	body, err := direct.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encoding unstructured object as CBOR: %w", err)
+	}
+	data := make([]byte, uvarintLen(id)+len(body))
+	n := binary.PutUvarint(data, id)
+	copy(data[n:], body)
+	return data, nil
+}
+
+func decodeUnstructured(data []byte) (any, error) {
+	var content map[string]any
+	if err := direct.Unmarshal(data, &content); err != nil {
+		return nil, fmt.Errorf("decoding unstructured object as CBOR: %w", err)
+	}
+	return &unstructured.Unstructured{Object: content}, nil
+}
+
+// checkJSONValue returns an error unless v holds only what decoding JSON
+// into unstructured content produces, so that CBOR gives it back exactly:
+// maps with string keys, slices, valid UTF-8 strings, int64s, finite
+// float64s, bools and nils.
+func checkJSONValue(v any) *invalidValue {
+	switch v := v.(type) {
+	case nil, bool, int64:
+		return nil
+	case string:
+		if !utf8.ValidString(v) {
+			return &invalidValue{reason: "string is not valid UTF-8"}
+		}
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return &invalidValue{reason: fmt.Sprintf("%v is not a JSON number", v)}
+		}
+	case map[string]any:
+		if v == nil {
+			// CBOR's null decodes as a nil interface, not a nil map.
+			return &invalidValue{reason: "nil map"}
+		}
+		for k, e := range v {
+			if !utf8.ValidString(k) {
+				return &invalidValue{reason: fmt.Sprintf("key %q is not valid UTF-8", k)}
+			}
+			if err := checkJSONValue(e); err != nil {
+				err.path = append(err.path, "."+k)
+				return err
+			}
+		}
+	case []any:
+		if v == nil {
+			return &invalidValue{reason: "nil slice"}
+		}
+		for i, e := range v {
+			if err := checkJSONValue(e); err != nil {
+				err.path = append(err.path, fmt.Sprintf("[%d]", i))
+				return err
+			}
+		}
+	default:
+		return &invalidValue{reason: fmt.Sprintf("%T is not a JSON value", v)}
+	}
+	return nil
+}
+
+// invalidValue says where unstructured content holds what JSON cannot.
+type invalidValue struct {
+	path   []string // innermost first
+	reason string
+}
+
+func (e *invalidValue) Error() string {
+	var b strings.Builder
+	b.WriteString("object")
+	for i := len(e.path) - 1; i >= 0; i-- {
+		b.WriteString(e.path[i])
+	}
+	return b.String() + ": " + e.reason
+}
