@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -57,34 +60,77 @@ type protoObject interface {
 	Unmarshal([]byte) error
 }
 
-// Population returns n distinct objects of kind, as an informer decodes
-// them from a LIST of n such objects: ServerObjects in turn, each with its
-// own name, UID and resourceVersion, every one decoded from protobuf on its
-// own so that no two share memory.
-func Population(tb testing.TB, kind string, n int) []runtime.Object {
+// Population makes distinct objects of a kind, as an informer decodes them
+// from a LIST of many: hack/bench's i-th object of the kind (see
+// generate.go), with what a kube-apiserver adds (UID, resourceVersion,
+// creationTimestamp and the managedFields of the kind's ServerObjects,
+// which do not vary with i as the server's would by a few bytes), each one
+// decoded from protobuf on its own so that no two share memory. Names end
+// in the object's 7-digit number.
+type Population struct {
+	kind          string
+	managedFields []metav1.ManagedFieldsEntry
+}
+
+// NewPopulation returns the population of kind (one of Kinds).
+func NewPopulation(tb testing.TB, kind string) *Population {
 	tb.Helper()
-	templates := ServerObjects(tb, kind)
+	m, err := meta.Accessor(ServerObjects(tb, kind)[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Population{kind: kind, managedFields: m.GetManagedFields()}
+}
+
+// Object returns the i-th object of the population.
+func (p *Population) Object(i int) runtime.Object {
+	var o protoObject
+	switch p.kind {
+	case "rolebindings":
+		o = roleBinding(i)
+	case "configmaps":
+		o = configMap(i)
+	default:
+		o = pod(i)
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		panic(err)
+	}
+	m.SetUID(UID(i))
+	m.SetResourceVersion(fmt.Sprint(100000 + i))
+	m.SetCreationTimestamp(metav1.NewTime(time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)))
+	m.SetManagedFields(p.managedFields)
+	data, err := o.Marshal()
+	if err != nil {
+		panic(fmt.Errorf("encoding %T: %w", o, err))
+	}
+	fresh := reflect.New(reflect.TypeOf(o).Elem()).Interface().(protoObject)
+	if err := fresh.Unmarshal(data); err != nil {
+		panic(fmt.Errorf("decoding %T: %w", o, err))
+	}
+	return fresh
+}
+
+// Objects returns the first n objects of the population.
+func (p *Population) Objects(n int) []runtime.Object {
 	out := make([]runtime.Object, n)
 	for i := range out {
-		o := templates[i%len(templates)].DeepCopyObject()
-		m, err := meta.Accessor(o)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		m.SetName(fmt.Sprintf("%s-%07d", m.GetName(), i))
-		m.SetUID(UID(i))
-		m.SetResourceVersion(fmt.Sprint(100000 + i))
-		data, err := o.(protoObject).Marshal()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		fresh := reflect.New(reflect.TypeOf(o).Elem()).Interface().(protoObject)
-		if err := fresh.Unmarshal(data); err != nil {
-			tb.Fatal(err)
-		}
-		out[i] = fresh
+		out[i] = p.Object(i)
 	}
 	return out
+}
+
+// Number returns the number of a population object from its name, or -1.
+func Number(name string) int {
+	if len(name) < 7 {
+		return -1
+	}
+	n, err := strconv.Atoi(name[len(name)-7:])
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // UID returns the i-th of a sequence of distinct UUIDs, as an API server

@@ -357,7 +357,7 @@ func TestMixedStore(t *testing.T) {
 func TestEncodedWritesNeverDecode(t *testing.T) {
 	cc := &countingCodec{Codec: codec.New()}
 	s := NewIndexer(toolscache.MetaNamespaceKeyFunc, nsIndexers(), WithCodec(cc))
-	pods := testobjects.Population(t, "pods", 50)
+	pods := testobjects.NewPopulation(t, "pods").Objects(50)
 	for _, p := range pods {
 		if err := s.Add(p); err != nil {
 			t.Fatal(err)
