@@ -14,16 +14,41 @@ var ErrUnsupported = errors.New("object cannot be encoded")
 
 // Codec encodes API objects to bytes and decodes them back. Each encoding
 // starts with the number of the object's kind (its Go type and TypeMeta),
-// which the codec assigns the first time it sees the kind; the bytes are
-// only meaningful to the Codec that produced them. A Codec is safe for
-// concurrent use.
+// which the codec assigns the first time it sees the kind, and whether it
+// is compressed; the bytes are only meaningful to the Codec that produced
+// them. A Codec is safe for concurrent use.
 type Codec struct {
 	kinds kindTable
 }
 
+// Option configures a Codec.
+type Option func(*Codec)
+
+// WithCompression makes the Codec compress encodings with zstd and a
+// dictionary per kind, which it trains on the first TrainingSamples objects
+// of the kind it encodes (those stay uncompressed). Each kind's dictionary
+// and coders cost a fixed amount of memory, and every decode decompresses
+// first: see the package's README for what it saves and costs.
+func WithCompression() Option {
+	return func(c *Codec) { c.kinds.compress = true }
+}
+
 // New returns a Codec.
-func New() *Codec {
-	return &Codec{}
+func New(opts ...Option) *Codec {
+	c := &Codec{}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
+}
+
+// body is an object's encoding before its prefix: size bytes that write
+// puts into a buffer of exactly that size.
+type body struct {
+	id    uint64
+	kind  *kind
+	size  int
+	write func(dst []byte) error
 }
 
 // Encode returns obj's encoding. It refuses, with an error wrapping
@@ -32,10 +57,57 @@ func New() *Codec {
 // content holding values that JSON cannot represent (Go ints, NaN, invalid
 // UTF-8, ...), and a kind beyond the first MaxKinds distinct ones.
 func (c *Codec) Encode(obj any) ([]byte, error) {
+	var b body
+	var err error
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return c.encodeUnstructured(u)
+		b, err = c.unstructuredBody(u)
+	} else {
+		b, err = c.protoBody(obj)
 	}
-	return c.encodeProto(obj)
+	if err != nil {
+		return nil, err
+	}
+	z := b.kind.zstd
+	if z != nil {
+		if coder := z.coder.Load(); coder != nil {
+			return compress(b, coder)
+		}
+	}
+	data := make([]byte, uvarintLen(b.id<<1)+b.size)
+	n := binary.PutUvarint(data, b.id<<1)
+	if err := b.write(data[n:]); err != nil {
+		return nil, err
+	}
+	if z != nil {
+		z.sample(data[n:])
+	}
+	return data, nil
+}
+
+// compress returns b compressed, or uncompressed if that is not smaller,
+// in a buffer of the exact size: the store keeps it.
+func compress(b body, coder *zstdCoder) ([]byte, error) {
+	rawBuf := decompressBuffers.Get().(*[]byte)
+	defer decompressBuffers.Put(rawBuf)
+	raw := append((*rawBuf)[:0], make([]byte, b.size)...)
+	*rawBuf = raw
+	if err := b.write(raw); err != nil {
+		return nil, err
+	}
+	outBuf := decompressBuffers.Get().(*[]byte)
+	defer decompressBuffers.Put(outBuf)
+	out := coder.enc.EncodeAll(raw, (*outBuf)[:0])
+	*outBuf = out
+
+	flagged, plain := b.id<<1|1, b.id<<1
+	if uvarintLen(flagged)+len(out) >= uvarintLen(plain)+len(raw) {
+		data := make([]byte, uvarintLen(plain)+len(raw))
+		copy(data[binary.PutUvarint(data, plain):], raw)
+		return data, nil
+	}
+	data := make([]byte, uvarintLen(flagged)+len(out))
+	copy(data[binary.PutUvarint(data, flagged):], out)
+	return data, nil
 }
 
 // Decode returns a new object decoded from data, which Encode returned.
@@ -54,16 +126,32 @@ func (c *Codec) Encode(obj any) ([]byte, error) {
 // Decoding the same bytes twice gives two reflect.DeepEqual objects, so
 // objects decoded from one store compare equal when their encodings are.
 func (c *Codec) Decode(data []byte) (any, error) {
-	id, n := binary.Uvarint(data)
+	v, n := binary.Uvarint(data)
 	if n <= 0 {
 		return nil, errors.New("decoding: no kind number")
 	}
-	k, err := c.kinds.get(id)
+	k, err := c.kinds.get(v >> 1)
 	if err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
 	}
-	if k.unstructured {
-		return decodeUnstructured(data[n:])
+	payload := data[n:]
+	if v&1 == 1 {
+		var coder *zstdCoder
+		if k.zstd != nil {
+			coder = k.zstd.coder.Load()
+		}
+		if coder == nil {
+			return nil, fmt.Errorf("decoding: compressed, but kind %d has no dictionary", v>>1)
+		}
+		buf := decompressBuffers.Get().(*[]byte)
+		defer decompressBuffers.Put(buf)
+		if payload, err = coder.dec.DecodeAll(payload, (*buf)[:0]); err != nil {
+			return nil, fmt.Errorf("decoding: decompressing: %w", err)
+		}
+		*buf = payload // decoding copies what it keeps out of payload
 	}
-	return k.decodeProto(data[n:])
+	if k.unstructured {
+		return decodeUnstructured(payload)
+	}
+	return k.decodeProto(payload)
 }

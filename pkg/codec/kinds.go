@@ -22,6 +22,7 @@ type kind struct {
 	unstructured bool
 	typ          reflect.Type // the struct type a pointer of which was encoded
 	typeMeta     metav1.TypeMeta
+	zstd         *kindZstd // nil without compression
 }
 
 type kindKey struct {
@@ -32,6 +33,7 @@ type kindKey struct {
 // kindTable numbers kinds. Lookups read an immutable snapshot without
 // locking; a new kind copies it (at most MaxKinds times).
 type kindTable struct {
+	compress bool       // kinds get compression state
 	mu       sync.Mutex // serialises additions
 	snapshot atomic.Pointer[kindSnapshot]
 }
@@ -41,12 +43,12 @@ type kindSnapshot struct {
 	kinds []*kind // by number
 }
 
-// id returns the number of k, numbering it if it is new.
-func (t *kindTable) id(k kind) (uint64, error) {
+// id returns the number of k and its entry, numbering it if it is new.
+func (t *kindTable) id(k kind) (uint64, *kind, error) {
 	key := kindKey{typ: k.typ, typeMeta: k.typeMeta}
 	if s := t.snapshot.Load(); s != nil {
 		if id, ok := s.ids[key]; ok {
-			return id, nil
+			return id, s.kinds[id], nil
 		}
 	}
 	t.mu.Lock()
@@ -56,11 +58,14 @@ func (t *kindTable) id(k kind) (uint64, error) {
 		s = &kindSnapshot{}
 	}
 	if id, ok := s.ids[key]; ok {
-		return id, nil
+		return id, s.kinds[id], nil
 	}
 	if len(s.kinds) >= MaxKinds {
-		return 0, fmt.Errorf("%w: more than %d kinds (type %v, apiVersion %q, kind %q)",
+		return 0, nil, fmt.Errorf("%w: more than %d kinds (type %v, apiVersion %q, kind %q)",
 			ErrUnsupported, MaxKinds, k.typ, k.typeMeta.APIVersion, k.typeMeta.Kind)
+	}
+	if t.compress {
+		k.zstd = &kindZstd{}
 	}
 	id := uint64(len(s.kinds))
 	next := &kindSnapshot{ids: maps.Clone(s.ids), kinds: append(s.kinds[:len(s.kinds):len(s.kinds)], &k)}
@@ -69,7 +74,7 @@ func (t *kindTable) id(k kind) (uint64, error) {
 	}
 	next.ids[key] = id
 	t.snapshot.Store(next)
-	return id, nil
+	return id, &k, nil
 }
 
 // get returns the kind numbered id.

@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"encoding/binary"
 	"fmt"
 	"reflect"
 
@@ -18,38 +17,36 @@ type protoObject interface {
 	Unmarshal([]byte) error
 }
 
-// encodeProto encodes a generated protobuf type, prefixed by its kind
-// number, into one buffer of the exact size.
-func (c *Codec) encodeProto(obj any) ([]byte, error) {
+// protoBody encodes a generated protobuf type.
+func (c *Codec) protoBody(obj any) (body, error) {
 	p, ok := obj.(protoObject)
 	if !ok {
-		return nil, fmt.Errorf("%w: %T has no generated protobuf methods", ErrUnsupported, obj)
+		return body{}, fmt.Errorf("%w: %T has no generated protobuf methods", ErrUnsupported, obj)
 	}
 	v := reflect.ValueOf(p)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return nil, fmt.Errorf("%w: %T is not a non-nil pointer to a struct", ErrUnsupported, obj)
+		return body{}, fmt.Errorf("%w: %T is not a non-nil pointer to a struct", ErrUnsupported, obj)
 	}
 	tm, ok := p.GetObjectKind().(*metav1.TypeMeta)
 	if !ok {
 		// The kind could not be restored on decode.
-		return nil, fmt.Errorf("%w: %T does not keep its kind in a metav1.TypeMeta", ErrUnsupported, obj)
+		return body{}, fmt.Errorf("%w: %T does not keep its kind in a metav1.TypeMeta", ErrUnsupported, obj)
 	}
-	id, err := c.kinds.id(kind{typ: v.Elem().Type(), typeMeta: *tm})
+	id, k, err := c.kinds.id(kind{typ: v.Elem().Type(), typeMeta: *tm})
 	if err != nil {
-		return nil, err
+		return body{}, err
 	}
 	size := p.Size()
-	prefix := uvarintLen(id)
-	data := make([]byte, prefix+size)
-	binary.PutUvarint(data, id)
-	n, err := p.MarshalToSizedBuffer(data[prefix:])
-	if err != nil {
-		return nil, fmt.Errorf("encoding %T as protobuf: %w", obj, err)
-	}
-	if n != size {
-		return nil, fmt.Errorf("encoding %T as protobuf: wrote %d bytes, its Size is %d", obj, n, size)
-	}
-	return data, nil
+	return body{id: id, kind: k, size: size, write: func(dst []byte) error {
+		n, err := p.MarshalToSizedBuffer(dst)
+		if err != nil {
+			return fmt.Errorf("encoding %T as protobuf: %w", obj, err)
+		}
+		if n != size {
+			return fmt.Errorf("encoding %T as protobuf: wrote %d bytes, its Size is %d", obj, n, size)
+		}
+		return nil
+	}}, nil
 }
 
 // decodeProto decodes a new object of k's type and restores its TypeMeta.

@@ -106,7 +106,16 @@ func TestRoundTripAPIFixtures(t *testing.T) {
 // ConfigMaps, Secrets and PartialObjectMetadata (apimachinery's fuzzer with
 // its metadata functions: nil, empty and filled slices and maps).
 func TestRoundTripRandomTyped(t *testing.T) {
-	c := New()
+	forEachCodec(t, testRoundTripRandomTyped)
+}
+
+// forEachCodec runs test with a plain and a compressing Codec.
+func forEachCodec(t *testing.T, test func(*testing.T, *Codec)) {
+	t.Run("plain", func(t *testing.T) { test(t, New()) })
+	t.Run("compressed", func(t *testing.T) { test(t, New(WithCompression())) })
+}
+
+func testRoundTripRandomTyped(t *testing.T, c *Codec) {
 	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(1), serializer.NewCodecFactory(runtime.NewScheme()))
 	emptied := 0
 	for i := range 2000 {
@@ -139,9 +148,12 @@ func TestRoundTripRandomTyped(t *testing.T) {
 // exactly: empty and nested maps and slices, int64s at their limits,
 // float64s holding whole numbers, Unicode strings, nils.
 func TestRoundTripRandomUnstructured(t *testing.T) {
-	c := New()
+	forEachCodec(t, testRoundTripRandomUnstructured)
+}
+
+func testRoundTripRandomUnstructured(t *testing.T, c *Codec) {
 	r := rand.New(rand.NewSource(1))
-	for i := range 1000 {
+	for i := range 2 * TrainingSamples {
 		content := randomMap(r, 4)
 		content["apiVersion"], content["kind"] = "example.com/v1", "Widget"
 		content["metadata"] = map[string]any{"name": fmt.Sprint("w-", i), "namespace": "ns", "labels": map[string]any{}}

@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"reflect"
@@ -14,30 +13,29 @@ import (
 
 var unstructuredType = reflect.TypeFor[unstructured.Unstructured]()
 
-// encodeUnstructured encodes u's content as CBOR, prefixed by the kind
-// number of unstructured objects. CBOR rather than JSON: it is smaller and
-// faster to decode, and keeps float64s that hold whole numbers float64
-// (JSON turns 1.0 into the int64 1).
-func (c *Codec) encodeUnstructured(u *unstructured.Unstructured) ([]byte, error) {
+// unstructuredBody encodes u's content as CBOR. CBOR rather than JSON: it
+// is smaller and faster to decode, and keeps float64s that hold whole
+// numbers float64 (JSON turns 1.0 into the int64 1).
+func (c *Codec) unstructuredBody(u *unstructured.Unstructured) (body, error) {
 	if u == nil || u.Object == nil {
 		// Decoding gives an empty, non-nil content: not what was stored.
-		return nil, fmt.Errorf("%w: unstructured object without content", ErrUnsupported)
+		return body{}, fmt.Errorf("%w: unstructured object without content", ErrUnsupported)
 	}
 	if err := checkJSONValue(u.Object); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		return body{}, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	id, err := c.kinds.id(kind{unstructured: true, typ: unstructuredType})
+	id, k, err := c.kinds.id(kind{unstructured: true, typ: unstructuredType})
 	if err != nil {
-		return nil, err
+		return body{}, err
 	}
-	body, err := direct.Marshal(u.Object)
+	data, err := direct.Marshal(u.Object)
 	if err != nil {
-		return nil, fmt.Errorf("encoding unstructured object as CBOR: %w", err)
+		return body{}, fmt.Errorf("encoding unstructured object as CBOR: %w", err)
 	}
-	data := make([]byte, uvarintLen(id)+len(body))
-	n := binary.PutUvarint(data, id)
-	copy(data[n:], body)
-	return data, nil
+	return body{id: id, kind: k, size: len(data), write: func(dst []byte) error {
+		copy(dst, data)
+		return nil
+	}}, nil
 }
 
 func decodeUnstructured(data []byte) (any, error) {
