@@ -290,7 +290,7 @@ type unencodable struct {
 }
 
 func (u *unencodable) DeepCopyObject() runtime.Object {
-	c := &unencodable{TypeMeta: u.TypeMeta, ObjectMeta: *u.ObjectMeta.DeepCopy(), Spec: map[string]string{}}
+	c := &unencodable{TypeMeta: u.TypeMeta, ObjectMeta: *u.DeepCopy(), Spec: map[string]string{}}
 	for k, v := range u.Spec {
 		c.Spec[k] = v
 	}

@@ -89,8 +89,8 @@ func (c *Codec) Encode(obj any) ([]byte, error) {
 func compress(b body, coder *zstdCoder) ([]byte, error) {
 	rawBuf := decompressBuffers.Get().(*[]byte)
 	defer decompressBuffers.Put(rawBuf)
-	raw := append((*rawBuf)[:0], make([]byte, b.size)...)
-	*rawBuf = raw
+	*rawBuf = append((*rawBuf)[:0], make([]byte, b.size)...)
+	raw := *rawBuf
 	if err := b.write(raw); err != nil {
 		return nil, err
 	}
