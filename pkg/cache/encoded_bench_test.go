@@ -10,6 +10,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/leaninformer/leaninformer/internal/cputime"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 	"github.com/leaninformer/leaninformer/internal/testobjects"
 	"github.com/leaninformer/leaninformer/pkg/codec"
@@ -157,6 +158,7 @@ func BenchmarkEncodedRead(b *testing.B) {
 				b.Run("kind="+kind+"/"+r.name+"/"+impl.name, func(b *testing.B) {
 					runtime.GC()
 					objects := 0
+					start := cputime.Process()
 					for i := 0; b.Loop(); i++ {
 						objs, err := r.read(s, i)
 						if err != nil || len(objs) != r.want && r.want != 1000 {
@@ -168,6 +170,7 @@ func BenchmarkEncodedRead(b *testing.B) {
 						objects += len(objs)
 					}
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(objects), "ns/object")
+					cputime.Report(b, start, objects, "object")
 				})
 			}
 			delete(keysOf, s)
@@ -201,11 +204,13 @@ func BenchmarkEncodedWrite(b *testing.B) {
 				s := impl.new(toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 				fillStore(b, s, pop, len(newer))
 				runtime.GC()
+				start := cputime.Process()
 				for i := 0; b.Loop(); i++ {
 					if err := s.Update(newer[i%len(newer)]); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cputime.Report(b, start, b.N, "op")
 			})
 		}
 	}

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/leaninformer/leaninformer/internal/testobjects"
@@ -71,5 +72,34 @@ func TestCompressedBytesNeedTheirCodec(t *testing.T) {
 	}
 	if _, err := other.Decode(last); err == nil {
 		t.Fatal("another Codec decoded a compressed encoding without its dictionary")
+	}
+}
+
+// TestCompressionConcurrently encodes and decodes from several goroutines
+// while the dictionary is trained (run with -race).
+func TestCompressionConcurrently(t *testing.T) {
+	zc := New(WithCompression())
+	pop := testobjects.NewPopulation(t, "rolebindings")
+	objs := pop.Objects(2 * TrainingSamples)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(objs); i += 4 {
+				data, err := zc.Encode(objs[i])
+				if err == nil {
+					_, err = zc.Decode(data)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
