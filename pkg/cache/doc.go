@@ -16,6 +16,12 @@
 // itself and the new decoded copy is dropped at once, so a relist of an
 // unchanged collection costs about one store plus one page, not two stores.
 //
+// With WithCodec, the store keeps each object encoded (package codec), with
+// its UID, resourceVersion and index values beside the bytes so that writes
+// and relist reuse never decode; every read decodes a fresh object that the
+// caller owns. Values handed out without decoding (Upsert's and Remove's old
+// objects, the Diff) may be encoded entries: Decode turns them into objects.
+//
 // Benchmarks against client-go's indexer, with the command that produced
 // them, are in README.md next to this file.
 package cache
