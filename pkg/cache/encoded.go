@@ -45,6 +45,7 @@ type entryExtra struct {
 	uid, rv    string // when not in compact form
 	compactUID bool
 	compactRV  bool
+	noMeta     bool // the object has no ObjectMeta: no UID, no resourceVersion
 	// ends[i] is where index i's values end in values.flat; nil when every
 	// index produced exactly one value.
 	ends []int32
@@ -62,6 +63,7 @@ func newEncoded(obj any, data []byte) *encoded {
 	e := &encoded{data: data}
 	m, err := meta.Accessor(obj)
 	if err != nil {
+		e.extra = &entryExtra{compactUID: true, compactRV: true, noMeta: true}
 		return e
 	}
 	uid, rv := string(m.GetUID()), m.GetResourceVersion()
@@ -83,7 +85,7 @@ func newEncoded(obj any, data []byte) *encoded {
 // sameVersion reports whether the entry holds the version uid, rv of its
 // object. An empty resourceVersion proves nothing, so it never matches.
 func (e *encoded) sameVersion(uid, rv string) bool {
-	if rv == "" {
+	if rv == "" || (e.extra != nil && e.extra.noMeta) {
 		return false
 	}
 	if e.extra != nil && !e.extra.compactUID {
@@ -98,6 +100,32 @@ func (e *encoded) sameVersion(uid, rv string) bool {
 	}
 	v, ok := parseRV(rv)
 	return ok && v == e.rv
+}
+
+// resourceVersion returns the entry's resourceVersion; ok is false if its
+// object has no metadata.
+func (e *encoded) resourceVersion() (rv string, ok bool) {
+	switch {
+	case e.extra != nil && e.extra.noMeta:
+		return "", false
+	case e.extra != nil && !e.extra.compactRV:
+		return e.extra.rv, true
+	case e.rv == 0:
+		return "", true
+	}
+	return strconv.FormatUint(e.rv, 10), true
+}
+
+// ResourceVersionOf returns the resourceVersion of a value the store
+// handed out (an object, or an encoded entry, read without decoding it) and
+// whether it has one: objects without metadata have none. An informer uses
+// it to tell an unchanged object of a relist from a changed one before it
+// decodes anything.
+func ResourceVersionOf(stored any) (string, bool) {
+	if e, ok := stored.(*encoded); ok {
+		return e.resourceVersion()
+	}
+	return resourceVersionOf(stored)
 }
 
 // parseUUID returns the bytes of a UUID in its canonical lowercase form;

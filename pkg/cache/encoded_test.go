@@ -428,6 +428,10 @@ func TestEncodedRelistReuseComparesKeptIdentity(t *testing.T) {
 			if m := got.(metav1.Object); string(m.GetUID()) != tc.uid || m.GetResourceVersion() != tc.rv {
 				t.Fatalf("stored identity %q@%q, want %q@%q", m.GetUID(), m.GetResourceVersion(), tc.uid, tc.rv)
 			}
+			old, _, _ := s.Upsert(live)
+			if rv, ok := ResourceVersionOf(old); !IsEncoded(old) || !ok || rv != tc.rv {
+				t.Fatalf("ResourceVersionOf(the stored entry) = %q, %v; want %q", rv, ok, tc.rv)
+			}
 			for _, next := range []struct {
 				uid, rv string
 				reuse   bool
@@ -473,5 +477,20 @@ func TestDecodeFailuresAreReported(t *testing.T) {
 	}
 	if len(s.ListKeys()) != 1 {
 		t.Fatal("the store lost the object")
+	}
+}
+
+// TestResourceVersionOfObjects checks ResourceVersionOf on what a plain
+// store hands out, and on an entry whose object has no metadata.
+func TestResourceVersionOfObjects(t *testing.T) {
+	if rv, ok := ResourceVersionOf(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42"}}); rv != "42" || !ok {
+		t.Errorf("ResourceVersionOf(a pod) = %q, %v", rv, ok)
+	}
+	if _, ok := ResourceVersionOf("not an object"); ok {
+		t.Error("ResourceVersionOf(a string) has a resourceVersion")
+	}
+	noMeta := newEncoded(&metav1.Status{}, nil)
+	if _, ok := ResourceVersionOf(noMeta); ok || noMeta.sameVersion("", "1") {
+		t.Error("an entry without metadata has a resourceVersion")
 	}
 }
