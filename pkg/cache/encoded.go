@@ -314,6 +314,22 @@ func (c *Indexer) Decode(stored any) (any, error) {
 	return obj, nil
 }
 
+// ListStored returns every value of the live generation as the store
+// holds it, in no particular order: with a codec, encoded entries that
+// Decode turns into objects. An informer queues such a snapshot for a late
+// handler's initial list or a resync and decodes each object as it delivers
+// it, rather than holding a decoded copy of the store in a queue. Without a
+// codec it is List.
+func (c *Indexer) ListStored() []any {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	list := make([]any, 0, len(c.live.items))
+	for _, stored := range c.live.items {
+		list = append(list, stored)
+	}
+	return list
+}
+
 // IsEncoded reports whether a value handed out by Upsert, Remove or a Diff
 // is an encoded entry, which Decode turns into an object.
 func IsEncoded(stored any) bool {

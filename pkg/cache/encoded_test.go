@@ -399,6 +399,15 @@ func TestEncodedWritesNeverDecode(t *testing.T) {
 	if n, want := cc.encodes.Load(), int64(50+50+40-8); n != want {
 		t.Fatalf("%d encodes, want %d (one per object written and not reused)", n, want)
 	}
+	stored := s.ListStored()
+	if n := cc.decodes.Load(); n != 0 || len(stored) != len(s.ListKeys()) {
+		t.Fatalf("ListStored returned %d values and decoded %d times; want %d, none", len(stored), n, len(s.ListKeys()))
+	}
+	for _, v := range stored {
+		if !IsEncoded(v) {
+			t.Fatalf("ListStored returned %T, want encoded entries", v)
+		}
+	}
 	if got := len(s.List()); cc.decodes.Load() != int64(got) {
 		t.Fatalf("List of %d objects decoded %d times", got, cc.decodes.Load())
 	}
