@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -74,32 +75,53 @@ func fillStore(b *testing.B, s toolscache.Indexer, pop *testobjects.Population, 
 // BenchmarkEncodedStoreSize reports the steady store of 10k objects (the
 // live heap after a full GC, over the heap before the store was built) per
 // object, and for ours the ratio to client-go's in the same run. One
-// index: the namespace, as controller-runtime's informers have. The timed
-// loop is empty: the figures are memory.
+// index: the namespace, as controller-runtime's informers have. Pods are
+// measured with their managedFields and without. The timed loop is empty:
+// the figures are memory.
 func BenchmarkEncodedStoreSize(b *testing.B) {
 	for _, kind := range testobjects.Kinds {
 		pop := testobjects.NewPopulation(b, kind)
-		var clientGo float64
-		for _, impl := range storeImpls {
-			b.Run("kind="+kind+"/"+impl.name, func(b *testing.B) {
-				base := memstat.HeapAfterGC()
-				s := impl.new(toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-				fillStore(b, s, pop, encodedBenchN)
-				perObject := float64(memstat.HeapAfterGC()-base) / encodedBenchN
-				for b.Loop() {
+		variants := []string{"kept"}
+		if kind == "pods" {
+			// What managedFields weigh: controller-runtime users often
+			// strip them with a transform.
+			variants = append(variants, "stripped")
+		}
+		for _, managedFields := range variants {
+			var clientGo float64
+			for _, impl := range storeImpls {
+				name := "kind=" + kind + "/" + impl.name
+				if kind == "pods" {
+					name = "kind=" + kind + "/managedFields=" + managedFields + "/" + impl.name
 				}
-				b.ReportMetric(perObject, "store-B/object")
-				if impl.name == "impl=client-go" {
-					clientGo = perObject
-				} else if clientGo > 0 {
-					b.ReportMetric(perObject/clientGo, "x-client-go")
-				}
-				if e, ok := s.(*Indexer); ok && e.codec != nil {
-					st := e.CodecStats()
-					b.ReportMetric(float64(st.EncodedBytes)/float64(st.Encoded), "encoded-B/object")
-				}
-				runtime.KeepAlive(s)
-			})
+				b.Run(name, func(b *testing.B) {
+					base := memstat.HeapAfterGC()
+					s := impl.new(toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+					for i := range encodedBenchN {
+						o := pop.Object(i)
+						if managedFields == "stripped" {
+							o.(metav1.Object).SetManagedFields(nil)
+						}
+						if err := s.Add(o); err != nil {
+							b.Fatal(err)
+						}
+					}
+					perObject := float64(memstat.HeapAfterGC()-base) / encodedBenchN
+					for b.Loop() {
+					}
+					b.ReportMetric(perObject, "store-B/object")
+					if impl.name == "impl=client-go" {
+						clientGo = perObject
+					} else if clientGo > 0 {
+						b.ReportMetric(perObject/clientGo, "x-client-go")
+					}
+					if e, ok := s.(*Indexer); ok && e.codec != nil {
+						st := e.CodecStats()
+						b.ReportMetric(float64(st.EncodedBytes)/float64(st.Encoded), "encoded-B/object")
+					}
+					runtime.KeepAlive(s)
+				})
+			}
 		}
 	}
 }
