@@ -7,7 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -41,6 +43,7 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 				return nil, fmt.Errorf("registering leaninformer metrics with controller-runtime: %w", err)
 			}
 		}
+		opts = c.cacheOptions(opts)
 		if opts.NewInformer == nil {
 			s := opts.Scheme
 			if s == nil {
@@ -50,6 +53,9 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 				// controller-runtime knows the kinds of its scheme, CRDs
 				// included; label the metrics with it.
 				informerOpts := append([]Option{WithResource(resourceOf(obj, s))}, options...)
+				if gvk, err := apiutil.GVKForObject(obj, s); err == nil {
+					informerOpts = append(informerOpts, withReadKind(gvk))
+				}
 				return NewSharedIndexInformerWithOptions(lw, obj,
 					toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers},
 					informerOpts...)
@@ -57,4 +63,16 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 		}
 		return crcache.New(cfg, opts)
 	}
+}
+
+// cacheOptions returns the cache options for informers of c: with the
+// encoded store, controller-runtime's DeepCopy on reads is off unless opts
+// set it. Every read of an encoded store is a fresh decode that the caller
+// owns, so the DeepCopy would be a second copy for nothing; ByObject entries
+// that set UnsafeDisableDeepCopy keep their setting.
+func (c *config) cacheOptions(opts crcache.Options) crcache.Options {
+	if c.encoded && opts.DefaultUnsafeDisableDeepCopy == nil {
+		opts.DefaultUnsafeDisableDeepCopy = ptr.To(true)
+	}
+	return opts
 }

@@ -99,17 +99,18 @@ func TestDifferentialRandomHistory(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, seed))
 			s := newServer(t, 30)
 			ours := newInformer(s, 0)
+			encoded := newInformer(s, 0, WithEncodedStore())
 			theirs := newClientGoInformer(s)
-			ourRec, theirRec := newRecorder(), newRecorder()
-			if _, err := ours.AddEventHandler(ourRec); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := theirs.AddEventHandler(theirRec); err != nil {
-				t.Fatal(err)
+			ourRec, encRec, theirRec := newRecorder(), newRecorder(), newRecorder()
+			for inf, rec := range map[toolscache.SharedIndexInformer]*recorder{ours: ourRec, encoded: encRec, theirs: theirRec} {
+				if _, err := inf.AddEventHandler(rec); err != nil {
+					t.Fatal(err)
+				}
 			}
 			run(t, ours)
+			run(t, encoded)
 			run(t, theirs)
-			waitSynced(t, ours, theirs)
+			waitSynced(t, ours, encoded, theirs)
 
 			// names holds the live objects' names; picks are seeded, so a seed
 			// replays the same history of writes.
@@ -165,10 +166,11 @@ func TestDifferentialRandomHistory(t *testing.T) {
 			}
 			s.SetFault(nil)
 			want := serverState(t, s)
-			for name, inf := range map[string]toolscache.SharedIndexInformer{"ours": ours, "client-go": theirs} {
+			for name, inf := range map[string]toolscache.SharedIndexInformer{"ours": ours, "ours encoded": encoded, "client-go": theirs} {
 				eventually(t, name+" store to converge", func() bool { return equalStates(want, storeState(inf.GetStore())) })
 			}
 			eventually(t, "our handler to converge", func() bool { return equalStates(want, ourRec.stateCopy()) })
+			eventually(t, "our encoded store's handler to converge", func() bool { return equalStates(want, encRec.stateCopy()) })
 			eventually(t, "client-go's handler to converge", func() bool { return equalStates(want, theirRec.stateCopy()) })
 		})
 	}

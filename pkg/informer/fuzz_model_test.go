@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -45,7 +46,8 @@ func FuzzStoreWriterAgainstModel(f *testing.F) {
 }
 
 // The op codes of a fuzz input. An input is a header byte (bit 0: relist
-// reuse off; bits 1-2: transform mode) followed by ops with their operands;
+// reuse off; bits 1-2: transform mode; bit 3: encoded store) followed by
+// ops with their operands;
 // the harness opens the initial restart before the first op.
 const (
 	opStart         = iota // reason byte
@@ -96,6 +98,14 @@ var writerSeeds = [][]byte{
 	{0, opDone, 1, opPage, 2, 0x10, 0x11, opDone, 1, opAdded, 0x12, opStart, 0, opDone, 2, opDone, 3},
 }
 
+func init() {
+	// Every seed again with the encoded store (header bit 3).
+	for _, seed := range writerSeeds[:len(writerSeeds):len(writerSeeds)] {
+		encoded := append([]byte{seed[0] | 8}, seed[1:]...)
+		writerSeeds = append(writerSeeds, encoded)
+	}
+}
+
 // maxWriterOps bounds one input's length, so that an input runs in
 // milliseconds.
 const maxWriterOps = 300
@@ -121,6 +131,7 @@ type writerModel struct {
 	synced     bool
 	reuse      bool
 	transform  int
+	encoded    bool
 	logsWanted map[string]int // HandleError messages the input must cause
 }
 
@@ -146,6 +157,7 @@ func newWriterFuzz(t *testing.T, data []byte) *writerFuzz {
 		live:       map[string]modelObject{},
 		reuse:      header&1 == 0,
 		transform:  int(header>>1) & 3,
+		encoded:    header&8 != 0,
 		logsWanted: map[string]int{},
 	}
 	return z
@@ -178,8 +190,12 @@ func (z *writerFuzz) run() {
 	defer func() { utilruntime.ErrorHandlers = saved }()
 
 	z.ctx = klog.NewContext(context.Background(), logr.Discard())
+	opts := []Option{WithRelistReuse(z.model.reuse)}
+	if z.model.encoded {
+		opts = append(opts, WithEncodedStore())
+	}
 	z.inf = NewSharedIndexInformerWithOptions(&toolscache.ListWatch{}, &corev1.ConfigMap{},
-		toolscache.SharedIndexInformerOptions{}, WithRelistReuse(z.model.reuse))
+		toolscache.SharedIndexInformerOptions{}, opts...)
 	if z.model.transform == annotating {
 		if err := z.inf.SetTransform(annotate); err != nil {
 			t.Fatal(err)
@@ -409,7 +425,7 @@ func (z *writerFuzz) checkStore(i int) {
 }
 
 func (z *writerFuzz) addMirror() {
-	mr := &mirror{objs: map[string]any{}}
+	mr := &mirror{objs: map[string]any{}, same: sameObject(z.model.encoded)}
 	reg, err := z.inf.AddEventHandler(mr)
 	if err != nil {
 		z.t.Fatal(err)
@@ -430,7 +446,7 @@ func (z *writerFuzz) checkMirrors() {
 		// Handlers run in their own goroutines: wait for them, with a bound
 		// against hangs (never part of an assertion).
 		deadline := time.Now().Add(10 * time.Second)
-		for !maps.Equal(mr.snapshot(), want) || (z.model.synced && !mr.reg.HasSynced()) {
+		for !maps.EqualFunc(mr.snapshot(), want, mr.same) || (z.model.synced && !mr.reg.HasSynced()) {
 			if time.Now().After(deadline) {
 				t.Fatalf("handler %d rebuilt keys %v (synced %v); the store holds %v (synced %v)", n,
 					slices.Sorted(maps.Keys(mr.snapshot())), mr.reg.HasSynced(), slices.Sorted(maps.Keys(want)), z.model.synced)
@@ -458,6 +474,10 @@ func (z *writerFuzz) checkLogs() {
 // lacks, an update whose old object is the one it holds.
 type mirror struct {
 	reg toolscache.ResourceEventHandlerRegistration
+	// same tells whether two objects are the same: the same pointer for a
+	// plain store, equal values for an encoded one, whose every object is a
+	// fresh decode.
+	same func(a, b any) bool
 
 	mu     sync.Mutex
 	objs   map[string]any
@@ -478,7 +498,7 @@ func (mr *mirror) OnUpdate(oldObj, newObj any) {
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
 	k := objKey(newObj)
-	if held, ok := mr.objs[k]; (!ok || held != oldObj) && mr.broken == "" {
+	if held, ok := mr.objs[k]; (!ok || !mr.same(held, oldObj)) && mr.broken == "" {
 		mr.broken = "OnUpdate of " + k + " from an object it does not hold"
 	}
 	mr.objs[k] = newObj
@@ -488,10 +508,19 @@ func (mr *mirror) OnDelete(obj any) {
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
 	k := objKey(obj)
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok && mr.objs[k] != tomb.Obj && mr.broken == "" {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok && !mr.same(mr.objs[k], tomb.Obj) && mr.broken == "" {
 		mr.broken = "OnDelete tombstone of " + k + " carries an object it does not hold"
 	}
 	delete(mr.objs, k)
+}
+
+// sameObject returns the identity of objects for a store: pointers for a
+// plain one, values for an encoded one.
+func sameObject(encoded bool) func(a, b any) bool {
+	if encoded {
+		return reflect.DeepEqual
+	}
+	return func(a, b any) bool { return a == b }
 }
 
 func (mr *mirror) snapshot() map[string]any {

@@ -50,7 +50,7 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(handler toolscache.Reso
 		}
 	}
 
-	l := newListener(logger, s.cfg.clock, handler, s.HasSyncedChecker(), s.metrics)
+	l := newListener(logger, s.cfg.clock, handler, s.HasSyncedChecker(), s.metrics, s.indexer.Decode)
 	period := effectiveResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod)
 	if !s.started {
 		s.processor.addListener(l, resyncPeriod, period)
@@ -62,7 +62,8 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(handler toolscache.Reso
 	s.changeMu.Lock()
 	defer s.changeMu.Unlock()
 	started := s.processor.addListener(l, resyncPeriod, period)
-	if objs := s.indexer.List(); len(objs) > 0 {
+	// Stored values: an encoded store's are decoded as they are delivered.
+	if objs := s.indexer.ListStored(); len(objs) > 0 {
 		l.add(notification{kind: notifyObjects, objects: objs, isInInitialList: true, countsForSync: true})
 	}
 	if started {
@@ -129,7 +130,7 @@ func (s *SharedIndexInformer) resyncLoop(logger klog.Logger, period time.Duratio
 		}
 		logger.V(4).Info("Forcing resync", "type", s.objectDescription)
 		s.changeMu.Lock()
-		objs := s.indexer.List()
+		objs := s.indexer.ListStored() // decoded as they are delivered
 		s.processor.distribute(notification{kind: notifyObjects, objects: objs}, true)
 		s.changeMu.Unlock()
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/buffer"
 	"k8s.io/utils/clock"
+
+	"github.com/leaninformer/leaninformer/pkg/cache"
 )
 
 // listener delivers notifications to one handler, in order, from its own
@@ -24,6 +26,9 @@ type listener struct {
 	logger      klog.Logger
 	clock       clock.Clock
 	metrics     *handlerMetrics
+	// decode turns the store's values in replace and snapshot
+	// notifications into objects (the store's Decode).
+	decode decoder
 
 	syncTracker       *synctrack.SingleFileTracker
 	upstreamHasSynced toolscache.DoneChecker
@@ -40,9 +45,10 @@ type listener struct {
 
 var _ toolscache.ResourceEventHandlerRegistration = (*listener)(nil)
 
-func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceEventHandler, upstream toolscache.DoneChecker, bridge *metricsBridge) *listener {
+func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceEventHandler, upstream toolscache.DoneChecker, bridge *metricsBridge, decode decoder) *listener {
 	name := handlerName(handler)
 	return &listener{
+		decode:            decode,
 		handler:           handler,
 		handlerName:       name,
 		logger:            logger,
@@ -169,13 +175,17 @@ func (d *delivery) deliver(n notification) {
 	case notifyReplace:
 		d.deliverReplace(n)
 	case notifyObjects:
-		for _, obj := range n.objects {
+		for _, stored := range n.objects {
 			if d.stopped() {
 				return
 			}
-			if n.isInInitialList {
+			obj, ok := d.l.decode.decodeForHandler(stored, "a stored object")
+			switch {
+			case !ok:
+				d.l.metrics.skipped()
+			case n.isInInitialList:
 				d.call(func() { h.OnAdd(obj, true) })
-			} else {
+			default:
 				d.call(func() { h.OnUpdate(obj, obj) })
 			}
 		}
@@ -187,11 +197,17 @@ func (d *delivery) deliver(n notification) {
 
 func (d *delivery) deliverReplace(n notification) {
 	h := d.l.handler
+	// The Diff holds the store's values: an encoded store's are decoded here,
+	// for this handler, as it is called.
 	for _, tomb := range n.diff.Deleted {
 		if d.stopped() {
 			return
 		}
-		d.call(func() { h.OnDelete(tomb) })
+		if tomb, ok := d.l.decode.decodeTombstone(tomb); ok {
+			d.call(func() { h.OnDelete(tomb) })
+		} else {
+			d.l.metrics.skipped()
+		}
 	}
 	for _, c := range n.diff.Changes {
 		if d.stopped() {
@@ -199,9 +215,17 @@ func (d *delivery) deliverReplace(n notification) {
 		}
 		switch {
 		case c.Old == nil:
-			d.call(func() { h.OnAdd(c.New, n.isInInitialList) })
+			if obj, ok := d.l.decode.decodeForHandler(c.New, "OnAdd of "+c.Key); ok {
+				d.call(func() { h.OnAdd(obj, n.isInInitialList) })
+			} else {
+				d.l.metrics.skipped()
+			}
 		case n.receiveSyncs || !sameResourceVersion(c.Old, c.New):
-			d.call(func() { h.OnUpdate(c.Old, c.New) })
+			if oldObj, newObj, ok := d.decodePair(c); ok {
+				d.call(func() { h.OnUpdate(oldObj, newObj) })
+			} else {
+				d.l.metrics.skipped()
+			}
 		default:
 			d.l.metrics.skipped() // client-go sends unchanged updates only to handlers due for resync
 		}
@@ -209,6 +233,22 @@ func (d *delivery) deliverReplace(n notification) {
 	if n.countsForSync {
 		d.l.syncTracker.Finished()
 	}
+}
+
+// decodePair decodes an update of a replace; an object kept by relist
+// reuse (Old == New) is decoded once and handed as both, as a plain store
+// hands the same object twice.
+func (d *delivery) decodePair(c cache.Change) (oldObj, newObj any, ok bool) {
+	if newObj, ok = d.l.decode.decodeForHandler(c.New, "OnUpdate of "+c.Key); !ok {
+		return nil, nil, false
+	}
+	if cache.IsEncoded(c.New) && c.Old == c.New {
+		return newObj, newObj, true
+	}
+	if oldObj, ok = d.l.decode.decodeForHandler(c.Old, "OnUpdate of "+c.Key); !ok {
+		return nil, nil, false
+	}
+	return oldObj, newObj, true
 }
 
 func (d *delivery) stopped() bool {

@@ -9,6 +9,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/leaninformer/leaninformer/pkg/codec"
 	"github.com/leaninformer/leaninformer/pkg/intern"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
@@ -55,7 +56,10 @@ type config struct {
 	resource    *schema.GroupVersionResource // nil: guessed from the example object
 	syncWarning time.Duration                // 0: never
 	interner    *intern.Table                // nil: no interning
-	watcherOpts []listerwatcher.Option       // applied after the settings above
+	encoded     bool                         // WithEncodedStore
+	codecOpts   []codec.Option
+	readKind    *schema.GroupVersionKind // NewCacheWith: the kind decoded objects get
+	watcherOpts []listerwatcher.Option   // applied after the settings above
 }
 
 func defaultConfig() config {
@@ -104,6 +108,11 @@ func (c *config) validate() error {
 	}
 	if c.syncWarning < 0 {
 		errs = append(errs, fmt.Errorf("WithSyncWarningAfter: %v is negative (0 turns the warning off)", c.syncWarning))
+	}
+	for i, opt := range c.codecOpts {
+		if opt == nil {
+			errs = append(errs, fmt.Errorf("WithEncodedStore: codec option %d is nil", i))
+		}
 	}
 	if err := c.validateWatcherOptions(); err != nil {
 		errs = append(errs, fmt.Errorf("WithWatcherOptions: %w", err))

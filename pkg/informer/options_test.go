@@ -60,6 +60,7 @@ func TestOptionDefaults(t *testing.T) {
 		{name: "resource", opts: []Option{WithResource(gvr)}, want: func(c *config) { c.resource = &gvr }},
 		{name: "no sync warning", opts: []Option{WithSyncWarningAfter(0)}, want: func(c *config) { c.syncWarning = 0 }},
 		{name: "interning", opts: []Option{WithInterning()}, want: func(c *config) { c.interner = intern.Default() }},
+		{name: "encoded store", opts: []Option{WithEncodedStore()}, want: func(c *config) { c.encoded = true }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := defaults
@@ -96,6 +97,7 @@ var invalidOptions = []struct {
 	{"nil watcher option", WithWatcherOptions(nil), "WithWatcherOptions: option 0 is nil"},
 	{"invalid watcher option", WithWatcherOptions(listerwatcher.WithMinWatchTimeout(time.Millisecond)), "WithWatcherOptions: listerwatcher.New: minimum watch timeout 1ms"},
 	{"nil observer", WithWatcherOptions(listerwatcher.WithObserver(nil)), "WithWatcherOptions: listerwatcher.New: observer is nil"},
+	{"nil codec option", WithEncodedStore(nil), "WithEncodedStore: codec option 0 is nil"},
 }
 
 func TestInvalidOptionsAreRejectedNamingTheOption(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -218,15 +217,13 @@ func hasAdds(diff *cache.Diff) bool {
 }
 
 // sameResourceVersion reports whether an update leaves the resourceVersion as
-// it was: a resync, or a relist of an unchanged object.
+// it was: a resync, or a relist of an unchanged object. Either may be an
+// encoded entry of the store, read without decoding.
 func sameResourceVersion(oldObj, newObj any) bool {
-	o, err := meta.Accessor(oldObj)
-	if err != nil {
+	o, ok := cache.ResourceVersionOf(oldObj)
+	if !ok {
 		return false
 	}
-	n, err := meta.Accessor(newObj)
-	if err != nil {
-		return false
-	}
-	return o.GetResourceVersion() == n.GetResourceVersion()
+	n, ok := cache.ResourceVersionOf(newObj)
+	return ok && o == n
 }

@@ -26,6 +26,8 @@ type storeWriter struct {
 	processor *processor
 	metrics   *metricsBridge
 	mutations toolscache.MutationDetector
+	// encoded: the indexer keeps objects encoded (WithEncodedStore).
+	encoded bool
 	// transform is applied to every object before it is stored (the user's,
 	// then interning); nil for none. It never returns nil without an error.
 	transform toolscache.TransformFunc
@@ -66,6 +68,7 @@ func (s *SharedIndexInformer) newStoreWriter(logger klog.Logger, transform tools
 		processor:   s.processor,
 		metrics:     s.metrics,
 		mutations:   s.mutationDetector,
+		encoded:     s.cfg.encoded,
 		transform:   s.cfg.storeTransform(checkedTransform(transform)),
 		changeMu:    &s.changeMu,
 		commit:      s.commit,
@@ -188,12 +191,38 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object) {
 		return
 	}
 	w.mutations.AddObject(stored)
+	sync := existed && sameResourceVersion(old, stored)
+	newObj, oldObj, err := w.notified(stored, old, existed)
+	if err != nil {
+		// Only a broken codec fails; the store has the new object.
+		utilruntime.HandleErrorWithContext(ctx, err, "Dropping a notification", "type", w.description)
+		return
+	}
 	if existed {
-		w.processor.distribute(notification{kind: notifyUpdate, oldObj: old, newObj: stored}, sameResourceVersion(old, stored))
+		w.processor.distribute(notification{kind: notifyUpdate, oldObj: oldObj, newObj: newObj}, sync)
 		return
 	}
 	w.metrics.storeChanged(1)
-	w.processor.distribute(notification{kind: notifyAdd, newObj: stored}, false)
+	w.processor.distribute(notification{kind: notifyAdd, newObj: newObj}, false)
+}
+
+// notified returns the objects an upsert's notification carries: for a
+// plain store the stored object and the one it replaced; for an encoded
+// store both decoded from the store once, for every handler, so that
+// handlers get objects of the same form as every read (see WithEncodedStore).
+func (w *storeWriter) notified(stored, old any, existed bool) (newObj, oldObj any, err error) {
+	if !w.encoded {
+		return stored, old, nil
+	}
+	if newObj, _, err = w.indexer.Get(stored); err != nil {
+		return nil, nil, err
+	}
+	if existed {
+		if oldObj, err = w.indexer.Decode(old); err != nil {
+			return nil, nil, err
+		}
+	}
+	return newObj, oldObj, nil
 }
 
 func (w *storeWriter) remove(ctx context.Context, obj runtime.Object) {

@@ -1,0 +1,117 @@
+package informer
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/leaninformer/leaninformer/pkg/cache"
+	"github.com/leaninformer/leaninformer/pkg/codec"
+)
+
+// WithEncodedStore makes the informer keep its objects encoded (package
+// codec: protobuf for built-in types and PartialObjectMetadata, CBOR for
+// unstructured objects; codec.WithCompression adds zstd), with each
+// object's key, UID, resourceVersion and index values beside its bytes.
+// The store then holds a fraction of one decoded copy of the collection:
+// see the README's "Encoded store" for figures.
+//
+// Every read of the store (GetStore, GetIndexer, listers) decodes a fresh
+// object that the caller owns: writing into it never changes the store, so
+// client-go's cache mutation detector has nothing to find and is not fed.
+// Handlers receive objects decoded from the store too, of the same form as
+// every read (package codec's README says what the round trip changes, for
+// objects from the API server nothing), so handlers comparing an old and a
+// new object see no spurious change: a live event's objects are decoded
+// once and shared by all handlers; a relist's or resync's are decoded as
+// each handler is called, so handler queues never hold decoded copies of
+// the store. A delete's object is the one the watch delivered. Objects the
+// codec refuses are kept decoded and counted (the store's CodecStats).
+//
+// With NewCacheWith, it also makes controller-runtime skip its DeepCopy on
+// reads (DefaultUnsafeDisableDeepCopy), unless the cache options set it.
+func WithEncodedStore(opts ...codec.Option) Option {
+	return func(c *config) {
+		c.encoded = true
+		c.codecOpts = opts
+	}
+}
+
+// indexerOptions are the options of the informer's indexer.
+func (c *config) indexerOptions() []cache.Option {
+	opts := []cache.Option{cache.WithRelistReuse(c.relistReuse)}
+	if c.encoded {
+		var cc cache.Codec = codec.New(c.codecOpts...)
+		if c.readKind != nil {
+			cc = kindSetter{Codec: cc, gvk: *c.readKind}
+		}
+		opts = append(opts, cache.WithCodec(cc))
+	}
+	return opts
+}
+
+// withReadKind makes an encoded store's objects stored without TypeMeta
+// (typed list items) decode with gvk. controller-runtime's cache reader sets
+// the kind on the copies it returns; with the encoded store it makes no
+// copies (see cacheOptions), so NewCacheWith has the store do it.
+func withReadKind(gvk schema.GroupVersionKind) Option {
+	return func(c *config) { c.readKind = &gvk }
+}
+
+// kindSetter gives decoded objects without a kind the informer's.
+type kindSetter struct {
+	cache.Codec
+	gvk schema.GroupVersionKind
+}
+
+func (k kindSetter) Decode(data []byte) (any, error) {
+	obj, err := k.Codec.Decode(data)
+	if o, ok := obj.(runtime.Object); ok && o.GetObjectKind().GroupVersionKind().Empty() {
+		o.GetObjectKind().SetGroupVersionKind(k.gvk)
+	}
+	return obj, err
+}
+
+// mutationDetector returns client-go's cache mutation detector (a no-op
+// unless KUBE_CACHE_MUTATION_DETECTOR is set), or none for an encoded
+// store, which no caller can mutate.
+func (c *config) mutationDetector(name string) toolscache.MutationDetector {
+	if c.encoded {
+		return noMutationDetector{}
+	}
+	return toolscache.NewCacheMutationDetector(name)
+}
+
+type noMutationDetector struct{}
+
+func (noMutationDetector) AddObject(any)       {}
+func (noMutationDetector) Run(<-chan struct{}) {}
+
+// decoder turns what the store hands out without decoding (a Diff's
+// objects, a snapshot of ListStored) into objects as a handler is called.
+type decoder func(stored any) (any, error)
+
+// decodeForHandler decodes stored for a handler call; an object that cannot
+// be decoded (only a broken codec does that) is reported and the call
+// skipped.
+func (d decoder) decodeForHandler(stored any, what string) (any, bool) {
+	obj, err := d(stored)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("skipping %s: %w", what, err))
+		return nil, false
+	}
+	return obj, true
+}
+
+// decodeTombstone decodes the object a tombstone carries.
+func (d decoder) decodeTombstone(tomb toolscache.DeletedFinalStateUnknown) (toolscache.DeletedFinalStateUnknown, bool) {
+	obj, ok := d.decodeForHandler(tomb.Obj, "OnDelete of "+tomb.Key)
+	if !ok {
+		return tomb, false
+	}
+	tomb.Obj = obj
+	return tomb, true
+}

@@ -1,0 +1,199 @@
+package informer
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/leaninformer/leaninformer/internal/testobjects"
+	"github.com/leaninformer/leaninformer/pkg/cache"
+	"github.com/leaninformer/leaninformer/pkg/codec"
+)
+
+// TestEncodedStoreReadsAndNotifications runs an informer with the encoded
+// store and checks what its readers and handlers get: fresh objects on
+// every read, which the caller may change without changing the store; a
+// live update's objects decoded once and shared by all handlers; a relist's
+// decoded for each handler as it is called.
+func TestEncodedStoreReadsAndNotifications(t *testing.T) {
+	for _, opts := range [][]codec.Option{nil, {codec.WithCompression()}} {
+		t.Run(fmt.Sprintf("codec options %d", len(opts)), func(t *testing.T) {
+			s := newServer(t, 20)
+			inf := newInformer(s, 0, WithEncodedStore(opts...))
+			a, b := newRecorder(), newRecorder()
+			for _, r := range []*recorder{a, b} {
+				if _, err := inf.AddEventHandler(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run(t, inf)
+			waitSynced(t, inf)
+			if st := inf.indexer.CodecStats(); st.Encoded != 20 || st.Unencoded != 0 {
+				t.Fatalf("CodecStats = %+v, want 20 objects encoded", st)
+			}
+
+			// Reads are fresh objects that the caller owns.
+			first, _, _ := inf.GetStore().GetByKey(key("cm-0001"))
+			second, _, _ := inf.GetStore().GetByKey(key("cm-0001"))
+			if first == second || !reflect.DeepEqual(first, second) {
+				t.Fatalf("two reads returned %p and %p: want two equal, distinct objects", first, second)
+			}
+			testobjects.Poison(reflect.ValueOf(first))
+			if third, _, _ := inf.GetStore().GetByKey(key("cm-0001")); !reflect.DeepEqual(third, second) {
+				t.Fatal("writing into a read object changed the store")
+			}
+
+			// A live update: one decode of each object for both handlers.
+			eventually(t, "initial adds", func() bool { return a.len() == 20 && b.len() == 20 })
+			a.reset()
+			b.reset()
+			mustUpdate(t, s, configMap("cm-0002", "i", "changed"))
+			eventually(t, "the update", func() bool { return a.len() == 1 && b.len() == 1 })
+			ua, ub := a.snapshot()[0], b.snapshot()[0]
+			if ua.op != "update" || ua.obj != ub.obj || ua.old != ub.old {
+				t.Fatalf("handlers got %v %p/%p and %v %p/%p: want one update sharing its objects", ua.op, ua.old, ua.obj, ub.op, ub.old, ub.obj)
+			}
+			if got := ua.obj.(*corev1.ConfigMap).Data["i"]; got != "changed" || ua.old.(*corev1.ConfigMap).Data["i"] != "2" {
+				t.Fatalf("update from %v to %v", ua.old, ua.obj)
+			}
+
+			// A relist (the informer does not resync: handlers hear of
+			// unchanged objects too): each handler decodes its own objects;
+			// an object kept by relist reuse comes as OnUpdate(obj, obj).
+			a.reset()
+			b.reset()
+			forceRelist(t, s, func() { mustUpdate(t, s, configMap("cm-0003", "i", "relisted")) })
+			eventually(t, "the relist", func() bool { return a.len() == 20 && b.len() == 20 })
+			byKey := func(r *recorder) map[string]call {
+				m := map[string]call{}
+				for _, c := range r.snapshot() {
+					m[c.key] = c
+				}
+				return m
+			}
+			ca, cb := byKey(a), byKey(b)
+			for k, c := range ca {
+				if c.op != "update" || c.obj == cb[k].obj || !reflect.DeepEqual(c.obj, cb[k].obj) {
+					t.Fatalf("relist: %s: %v %p and %p: want updates with equal objects, each handler its own", k, c.op, c.obj, cb[k].obj)
+				}
+				if changed := k == key("cm-0003"); changed == (c.old == c.obj) {
+					t.Fatalf("relist: %s: OnUpdate(%p, %p); want the same object unless it changed", k, c.old, c.obj)
+				}
+			}
+		})
+	}
+}
+
+// TestEncodedStoreQueuesEntries checks that a relist's notifications hold
+// the store's encoded entries, not decoded objects, while a handler is
+// busy.
+func TestEncodedStoreQueuesEntries(t *testing.T) {
+	s := newServer(t, 10)
+	inf := newInformer(s, 0, WithEncodedStore())
+	release, entered := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	blocked := newRecorder()
+	blocked.onCall = func(c call) {
+		if c.op == "update" {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+	}
+	reg, err := inf.AddEventHandler(blocked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf)
+	defer close(release)
+	mustUpdate(t, s, configMap("cm-0000", "i", "busy"))
+	select { // the live update holds the handler: the relist must queue
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler never got the live update")
+	}
+	forceRelist(t, s, func() { mustUpdate(t, s, configMap("cm-0001", "i", "relisted")) })
+	l := reg.(*listener)
+	eventually(t, "the relist queued", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.queue.Len() > 0
+	})
+	l.mu.Lock()
+	n, _ := l.queue.ReadOne()
+	l.mu.Unlock()
+	if n.kind != notifyReplace {
+		t.Fatalf("queued %v, want the relist", n.kind)
+	}
+	for _, c := range n.diff.Changes {
+		if !cache.IsEncoded(c.New) {
+			t.Fatalf("the queued relist holds %T for %s, want an encoded entry", c.New, c.Key)
+		}
+	}
+}
+
+// TestNewCacheWithEncodedStoreSkipsDeepCopy checks the cache options
+// NewCacheWith derives: the encoded store turns controller-runtime's
+// DeepCopy off unless the options say otherwise.
+func TestNewCacheWithEncodedStoreSkipsDeepCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		given *bool
+		want  *bool
+	}{
+		{"plain store: untouched", nil, nil, nil},
+		{"encoded store: off", []Option{WithEncodedStore()}, nil, ptr.To(true)},
+		{"encoded store, the user wants copies", []Option{WithEncodedStore()}, ptr.To(false), ptr.To(false)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := newConfig(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byObject := map[client.Object]crcache.ByObject{&corev1.Secret{}: {UnsafeDisableDeepCopy: ptr.To(false)}}
+			got := c.cacheOptions(crcache.Options{DefaultUnsafeDisableDeepCopy: tc.given, ByObject: byObject})
+			if !reflect.DeepEqual(got.DefaultUnsafeDisableDeepCopy, tc.want) {
+				t.Fatalf("DefaultUnsafeDisableDeepCopy = %v, want %v", ptr.Deref(got.DefaultUnsafeDisableDeepCopy, false), ptr.Deref(tc.want, false))
+			}
+			for _, bo := range got.ByObject {
+				if bo.UnsafeDisableDeepCopy == nil || *bo.UnsafeDisableDeepCopy {
+					t.Fatal("a ByObject entry's setting changed")
+				}
+			}
+		})
+	}
+}
+
+// TestReadKindFillsAnEmptyTypeMeta checks the decoding NewCacheWith sets up
+// for an encoded store: typed objects stored without TypeMeta read with the
+// informer's kind, those with one keep theirs.
+func TestReadKindFillsAnEmptyTypeMeta(t *testing.T) {
+	c, err := newConfig([]Option{WithEncodedStore(), withReadKind(corev1.SchemeGroupVersion.WithKind("Secret"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewIndexer(toolscache.MetaNamespaceKeyFunc, nil, c.indexerOptions()...)
+	bare := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "bare"}}
+	kinded := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v9", Kind: "Other"}, ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "kinded"}}
+	for _, o := range []*corev1.Secret{bare, kinded} {
+		if err := store.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]metav1.TypeMeta{"n/bare": {APIVersion: "v1", Kind: "Secret"}, "n/kinded": kinded.TypeMeta} {
+		got, _, err := store.GetByKey(name)
+		if err != nil || got.(*corev1.Secret).TypeMeta != want {
+			t.Errorf("%s reads with TypeMeta %+v (%v), want %+v", name, got.(*corev1.Secret).TypeMeta, err, want)
+		}
+	}
+}
