@@ -140,7 +140,7 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		By(fmt.Sprintf("creating %d of %d ConfigMaps", schedule.names/2, schedule.names))
 		Expect(w.populate(ctx, rng)).To(Succeed())
 
-		By("starting a ListWatch and a StreamingList informer through the fault proxy")
+		By("starting a ListWatch, a StreamingList and an encoded-store StreamingList informer through the fault proxy")
 		runCtx, stopInformers := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), GinkgoLogr))
 		var running sync.WaitGroup
 		DeferCleanup(func() {
@@ -149,28 +149,33 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		})
 		ownGoroutines := leaninformerGoroutines()
 		var subjects []*chaosSubject
-		for _, strategy := range []informer.Strategy{informer.ListWatch, informer.StreamingList} {
+		for _, subject := range []chaosSubject{{strategy: informer.ListWatch}, {strategy: informer.StreamingList}, {strategy: informer.StreamingList, encoded: true}} {
 			// Each informer has its own user agent, so that faults can
 			// aim at one of them.
 			clientCfg := proxy.ClientConfig()
-			clientCfg.UserAgent = chaosUserAgent(strategy)
+			clientCfg.UserAgent = subject.userAgent()
 			proxyClient, err := kubernetes.NewForConfig(clientCfg)
 			Expect(err).NotTo(HaveOccurred())
 			lw := toolscache.NewListWatchFromClient(proxyClient.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
-			inf := informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{},
-				informer.WithStrategy(strategy),
+			opts := []informer.Option{
+				informer.WithStrategy(subject.strategy),
 				informer.WithPageSize(25), // lists really page
 				// Short backoffs: the run measures convergence, not
 				// client-go's 30s cap.
-				informer.WithBackoff(informer.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Jitter: 0.5, ResetAfter: 30 * time.Second}))
+				informer.WithBackoff(informer.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Jitter: 0.5, ResetAfter: 30 * time.Second}),
+			}
+			if subject.encoded {
+				opts = append(opts, informer.WithEncodedStore())
+			}
+			inf := informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{}, opts...)
 			h := newStateHandler()
 			_, err = inf.AddEventHandler(h)
 			Expect(err).NotTo(HaveOccurred())
 			running.Go(func() { inf.RunWithContext(runCtx) })
-			subjects = append(subjects, &chaosSubject{strategy: strategy, inf: inf, handler: h})
+			subjects = append(subjects, &chaosSubject{strategy: subject.strategy, encoded: subject.encoded, inf: inf, handler: h})
 		}
 		for _, s := range subjects {
-			Eventually(s.inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue(), "%v informer synced", s.strategy)
+			Eventually(s.inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue(), "%v informer synced", s)
 		}
 		before := proxy.Stats()
 		started := time.Now()
@@ -199,13 +204,13 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		f.clear()
 		writing := time.Since(started)
 
-		By("waiting for both informers to converge on a fresh LIST")
+		By("waiting for the informers to converge on a fresh LIST")
 		quiet := time.Now()
 		Eventually(func(g Gomega) {
 			want := chaosList(ctx, g, client, ns)
 			for _, s := range subjects {
-				g.Expect(storeState(s.inf.GetStore())).To(Equal(want), "%v informer's store equals a fresh LIST", s.strategy)
-				g.Expect(s.handler.state()).To(Equal(want), "%v informer's handler rebuilt the store", s.strategy)
+				g.Expect(storeState(s.inf.GetStore())).To(Equal(want), "%v informer's store equals a fresh LIST", s)
+				g.Expect(s.handler.state()).To(Equal(want), "%v informer's handler rebuilt the store", s)
 			}
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 		converged := time.Since(quiet)
@@ -238,6 +243,21 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 
 func chaosUserAgent(s informer.Strategy) string {
 	return "leaninformer-chaos-" + strings.ToLower(s.String())
+}
+
+// userAgent is the subject's: its strategy's, marked for the encoded store.
+func (s chaosSubject) userAgent() string {
+	if s.encoded {
+		return chaosUserAgent(s.strategy) + "-encoded"
+	}
+	return chaosUserAgent(s.strategy)
+}
+
+func (s chaosSubject) String() string {
+	if s.encoded {
+		return s.strategy.String() + " (encoded store)"
+	}
+	return s.strategy.String()
 }
 
 // fromListWatchInformer matches the requests of the ListWatch informer.
@@ -281,6 +301,7 @@ func newGoroutines(before map[string]string) []string {
 // chaosSubject is one informer under test and its handler.
 type chaosSubject struct {
 	strategy informer.Strategy
+	encoded  bool // on the encoded store
 	inf      *informer.SharedIndexInformer
 	handler  *stateHandler
 }

@@ -40,8 +40,9 @@ import (
 )
 
 // The specs below run every controller-runtime cache feature a manager relies
-// on twice, with controller-runtime's own cache and with leaninformer's, so
-// that a behavioural difference shows as one entry failing next to its twin.
+// on three times, with controller-runtime's own cache, with leaninformer's
+// and with leaninformer's on the encoded store, so that a behavioural
+// difference shows as one entry failing next to its twins.
 //
 // They work on Secrets: the other suites fill the cluster with thousands of
 // ConfigMaps, which every cluster-wide ConfigMap informer here would list.
@@ -49,19 +50,21 @@ import (
 // crTimeout bounds every wait for a manager, a cache or a reconciler.
 const crTimeout = 30 * time.Second
 
-// crCache is one of the two caches each feature runs with.
+// crCache is one of the caches each feature runs with.
 type crCache struct {
 	name     string
 	newCache cache.NewCacheFunc
 	ours     bool
+	encoded  bool // leaninformer's encoded store
 }
 
 var crCaches = []crCache{
 	{name: "controller-runtime", newCache: cache.New},
 	{name: "leaninformer", newCache: informer.NewCache, ours: true},
+	{name: "leaninformer encoded store", newCache: informer.NewCacheWith(informer.WithEncodedStore()), ours: true, encoded: true},
 }
 
-// crEntries makes the table's two entries of one feature.
+// crEntries makes the table's entries of one feature, one per cache.
 func crEntries(feature string, spec func(context.Context, crCache)) []TableEntry {
 	entries := make([]TableEntry, 0, len(crCaches))
 	for _, c := range crCaches {
@@ -91,6 +94,7 @@ var _ = Describe("controller-runtime managers against a real API server", func()
 		crEntries("DefaultEnableWatchBookmarks=false: leaninformer falls back, client-go's informer waits", crBookmarksOff),
 		crEntries("ReaderFailOnMissingInformer", crReaderFailOnMissingInformer),
 		crEntries("source.Kind handlers and their HasSynced", crSourceKind),
+		crEntries("a caller writing into what it read leaves the cache as it was", crMutateWhatWasRead),
 	)
 })
 
@@ -726,6 +730,66 @@ func crSourceKind(ctx context.Context, c crCache) {
 // crNewManager makes a manager on restCfg with c's cache, no metrics or
 // probe listeners and no controller name checks (every spec names its
 // controllers alike).
+// crMutateWhatWasRead writes into objects read through the manager's
+// client (Get and List, typed and metadata-only) and checks that the cache
+// still returns them as the API server has them. controller-runtime's cache
+// and leaninformer's plain store deep-copy every read; the encoded store
+// decodes a fresh object instead, with controller-runtime's copy turned off.
+func crMutateWhatWasRead(ctx context.Context, c crCache) {
+	ns := createNamespace(ctx, "cr-mutate")
+	names := crNames("s", 5)
+	crCreateSecrets(ctx, ns, map[string]string{"app": "mutate"}, names...)
+	mgr := crNewManager(cfg, c, ctrl.Options{})
+	crStartSynced(ctx, mgr)
+	crExpectImplementation(crInformer(ctx, mgr.GetCache(), &corev1.Secret{}), c)
+	crInformer(ctx, mgr.GetCache(), crMetadataSecret())
+	cl := mgr.GetClient()
+	key := types.NamespacedName{Namespace: ns, Name: names[0]}
+
+	By("reading, writing into and reading again a typed object")
+	var first corev1.Secret
+	Eventually(func() error { return cl.Get(ctx, key, &first) }).WithTimeout(crTimeout).Should(Succeed())
+	Expect(first.Kind).To(Equal("Secret"), "controller-runtime's reader sets the kind")
+	first.Labels["app"] = "changed"
+	first.Data["name"][0] = 'X'
+	var again corev1.Secret
+	Expect(cl.Get(ctx, key, &again)).To(Succeed())
+	Expect(again.Labels).To(HaveKeyWithValue("app", "mutate"))
+	Expect(again.Data).To(HaveKeyWithValue("name", []byte(names[0])))
+
+	By("listing, writing into every item and listing again")
+	var list corev1.SecretList
+	Expect(cl.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app": "mutate"})).To(Succeed())
+	Expect(list.Items).To(HaveLen(len(names)))
+	for i := range list.Items {
+		list.Items[i].Labels["app"] = "changed"
+		list.Items[i].Data["name"] = []byte("changed")
+	}
+	var list2 corev1.SecretList
+	Expect(cl.List(ctx, &list2, client.InNamespace(ns), client.MatchingLabels{"app": "mutate"})).To(Succeed())
+	Expect(crItemNames(list2.Items)).To(ConsistOf(names))
+	for _, s := range list2.Items {
+		Expect(s.Data).To(HaveKeyWithValue("name", []byte(s.Name)))
+	}
+
+	By("the same with metadata-only objects")
+	m := crMetadataSecret()
+	Expect(cl.Get(ctx, key, m)).To(Succeed())
+	m.Labels["app"] = "changed"
+	m2 := crMetadataSecret()
+	Expect(cl.Get(ctx, key, m2)).To(Succeed())
+	Expect(m2.Labels).To(HaveKeyWithValue("app", "mutate"))
+	Expect(m2.GroupVersionKind()).To(Equal(corev1.SchemeGroupVersion.WithKind("Secret")))
+
+	if c.encoded {
+		By("the store holds the objects encoded")
+		sii := crInformer(ctx, mgr.GetCache(), &corev1.Secret{}).(toolscache.SharedIndexInformer)
+		stats := sii.GetIndexer().(*lcache.Indexer).CodecStats()
+		Expect(stats.Encoded).To(BeNumerically(">=", len(names)))
+		Expect(stats.Unencoded).To(BeZero())
+	}
+}
+
 func crNewManager(restCfg *rest.Config, c crCache, opts ctrl.Options) manager.Manager {
 	GinkgoHelper()
 	opts.NewCache = c.newCache

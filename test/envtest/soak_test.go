@@ -50,10 +50,11 @@ func soakSettingsFromEnv() soakSettings {
 	return s
 }
 
-// The soak runs one informer for a bounded time under a steady update load
-// with a relist forced in every cycle, and checks that its memory does not
+// The soak runs two informers, one on the plain store and one on the
+// encoded store, for a bounded time under a steady update load
+// with a relist forced in every cycle, and checks that their memory does not
 // grow: no old generation, page or notification is kept from one cycle to
-// the next. The object count stays constant and the informer logs nowhere,
+// the next. The object count stays constant and the informers log nowhere,
 // so that the heap measured after each cycle only differs by what leaks.
 var _ = Describe("an informer soaking under steady updates and forced relists", Label("soak"), func() {
 	settings := soakSettingsFromEnv()
@@ -82,35 +83,58 @@ var _ = Describe("an informer soaking under steady updates and forced relists", 
 		registry := prometheus.NewRegistry()
 		Expect(m.Register(registry)).To(Succeed())
 		lw := toolscache.NewListWatchFromClient(proxyClient.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
-		inf := informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{},
-			informer.WithMetrics(m),
-			informer.WithBackoff(informer.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Jitter: 0.5, ResetAfter: 30 * time.Second}))
-		h := newStateHandler()
-		_, err = inf.AddEventHandler(h)
-		Expect(err).NotTo(HaveOccurred())
+		// Two informers of the same objects: the plain store and the
+		// encoded one, which must not leak its entries or decoded copies.
+		type soakSubject struct {
+			name string
+			inf  *informer.SharedIndexInformer
+			h    *stateHandler
+		}
+		var subjects []soakSubject
+		for _, encoded := range []bool{false, true} {
+			opts := []informer.Option{
+				informer.WithMetrics(m),
+				informer.WithBackoff(informer.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Jitter: 0.5, ResetAfter: 30 * time.Second}),
+			}
+			name := "plain store"
+			if encoded {
+				opts, name = append(opts, informer.WithEncodedStore()), "encoded store"
+			}
+			inf := informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{}, opts...)
+			h := newStateHandler()
+			_, err = inf.AddEventHandler(h)
+			Expect(err).NotTo(HaveOccurred())
+			subjects = append(subjects, soakSubject{name: name, inf: inf, h: h})
+		}
 		// No logger: a log kept in memory (GinkgoWriter's) would grow.
 		runCtx, stop := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logr.Discard()))
-		done := make(chan struct{})
-		go func() { defer close(done); inf.RunWithContext(runCtx) }()
+		var running sync.WaitGroup
+		for _, s := range subjects {
+			running.Go(func() { s.inf.RunWithContext(runCtx) })
+		}
 		stopInformer := func() {
 			stop()
-			Eventually(done).Should(BeClosed())
+			running.Wait()
 		}
 		DeferCleanup(stopInformer)
-		Eventually(inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue())
+		for _, s := range subjects {
+			Eventually(s.inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue(), "the %s informer synced", s.name)
+		}
 
 		converge := func() {
 			GinkgoHelper()
 			Eventually(func(g Gomega) {
 				want := freshList(ctx, g, ns)
-				g.Expect(storeState(inf.GetStore())).To(Equal(want), "the store equals a fresh LIST")
-				g.Expect(h.state()).To(Equal(want), "the handler rebuilt the store")
-				g.Expect(pendingNotifications(g, registry)).To(BeZero(), "the handler's queue is drained")
+				for _, s := range subjects {
+					g.Expect(storeState(s.inf.GetStore())).To(Equal(want), "the %s informer's store equals a fresh LIST", s.name)
+					g.Expect(s.h.state()).To(Equal(want), "the %s informer's handler rebuilt the store", s.name)
+				}
+				g.Expect(pendingNotifications(g, registry)).To(BeZero(), "the handlers' queues are drained")
 			}).WithContext(ctx).WithTimeout(settings.convergeBound).WithPolling(100 * time.Millisecond).Should(Succeed())
 		}
 		converge()
 		generation := int64(memstat.HeapAfterGC()) - int64(heapBefore)
-		fmt.Fprintf(GinkgoWriter, "soak: the synced informer added %.1f MiB to the heap\n", float64(generation)/(1<<20))
+		fmt.Fprintf(GinkgoWriter, "soak: the synced informers added %.1f MiB to the heap\n", float64(generation)/(1<<20))
 
 		var heaps []uint64
 		var updates atomic.Int64
@@ -150,7 +174,7 @@ var _ = Describe("an informer soaking under steady updates and forced relists", 
 			sleepCtx(load, settings.cycle/2)
 			before := relists()
 			_, err := proxy.Inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: "configmaps"},
-				Fault: faultproxy.Fault{Kind: faultproxy.Gone}, Times: 1})
+				Fault: faultproxy.Fault{Kind: faultproxy.Gone}, Times: len(subjects)})
 			Expect(err).NotTo(HaveOccurred())
 			proxy.CutWatches(faultproxy.Match{Resource: "configmaps"})
 			Eventually(relists).WithContext(ctx).WithTimeout(settings.convergeBound).Should(BeNumerically(">", before), "cycle %d relisted", cycle+1)
