@@ -8,6 +8,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/leaninformer/leaninformer/pkg/codec"
 	"github.com/leaninformer/leaninformer/pkg/informer"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 )
@@ -26,6 +27,13 @@ func (c *child) newOursInformer(opts toolscache.SharedIndexInformerOptions) (too
 	}
 	if c.v.intern {
 		options = append(options, informer.WithInterning())
+	}
+	if c.v.encoded {
+		var codecOpts []codec.Option
+		if c.v.compress {
+			codecOpts = append(codecOpts, codec.WithCompression())
+		}
+		options = append(options, informer.WithEncodedStore(codecOpts...))
 	}
 	return informer.NewSharedIndexInformerWithOptions(c.lw, c.kind.example(), opts, options...), nil
 }

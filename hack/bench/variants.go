@@ -51,6 +51,9 @@ type variant struct {
 	// intern: interning on (ours: informer.WithInterning; client-go: the
 	// interning table's Transform as its transform).
 	intern bool
+	// encoded: ours on the encoded store (informer.WithEncodedStore);
+	// compress adds codec.WithCompression.
+	encoded, compress bool
 }
 
 // transform is the transform the child sets on the variant's informer.
@@ -113,15 +116,23 @@ func variants() []variant {
 			desc: "leaninformer informer (ListWatch) with WithInterning"},
 		{name: "client-go-intern", kind: informerKind, mode: streaming, intern: true,
 			desc: "client-go informer (streaming list) with intern.Default().Transform as its transform"},
+		{name: "ours-stream-encoded", kind: informerKind, ours: true, mode: streaming, relist: true, encoded: true,
+			desc: "leaninformer informer (StreamingList) with WithEncodedStore"},
+		{name: "ours-listwatch-encoded", kind: informerKind, ours: true, mode: listing, relist: true, encoded: true,
+			desc: "leaninformer informer (ListWatch) with WithEncodedStore"},
+		{name: "ours-stream-encoded-zstd", kind: informerKind, ours: true, mode: streaming, relist: true, encoded: true, compress: true,
+			desc: "leaninformer informer (StreamingList) with WithEncodedStore(codec.WithCompression())"},
 	}
 }
 
 // rowGroup orders the table: the floor, initial syncs, relists, rows
-// without store, transforms, interning.
+// without store, transforms, interning, the encoded store.
 func rowGroup(v variant, relistRow bool) int {
 	switch {
 	case v.kind == floorKind:
 		return 0
+	case v.encoded:
+		return 6
 	case v.intern:
 		return 5
 	case relistRow:
