@@ -80,7 +80,7 @@ func newReport(o options, vs []variant, phases []Phase, limit int64, total int, 
 		AllRuns:       phases,
 	}
 	for _, lim := range r.limits() {
-		for group := range 6 {
+		for group := range rowGroups {
 			for _, v := range vs {
 				for i, name := range v.rows() {
 					if rowGroup(v, i == 1) != group {

@@ -125,6 +125,9 @@ func variants() []variant {
 	}
 }
 
+// rowGroups is the number of groups rowGroup returns.
+const rowGroups = 7
+
 // rowGroup orders the table: the floor, initial syncs, relists, rows
 // without store, transforms, interning, the encoded store.
 func rowGroup(v variant, relistRow bool) int {
