@@ -36,7 +36,7 @@ func codecEncoding(name string, c *Codec) encoding {
 	return encoding{name, c.Encode, c.Decode}
 }
 
-var jsonEncoding = encoding{"enc=json", func(o any) ([]byte, error) { return json.Marshal(o) }, func(data []byte) (any, error) {
+var jsonEncoding = encoding{"enc=json", json.Marshal, func(data []byte) (any, error) {
 	u := &unstructured.Unstructured{}
 	return u, u.UnmarshalJSON(data)
 }}
