@@ -1,17 +1,11 @@
 package informer
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/clock"
-
-	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 )
 
 // SyncStatus says whether an informer has synced and, while it has not,
@@ -96,13 +90,14 @@ func (d *syncDiagnostics) stopped() {
 	d.st.Running = false
 }
 
-// failed records a failed list or watch.
-func (d *syncDiagnostics) failed(err error) {
+// failed records a failed list or watch, and reason, the pipeline's
+// description of it.
+func (d *syncDiagnostics) failed(err error, reason string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.st.LastError, d.st.LastErrorTime = err, d.clock.Now()
 	d.st.Failures++
-	d.st.Reason = explain(err)
+	d.st.Reason = reason
 }
 
 // listed forgets the errors a complete list has overcome.
@@ -110,32 +105,4 @@ func (d *syncDiagnostics) listed() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.st.LastError, d.st.LastErrorTime, d.st.Failures, d.st.Reason = nil, time.Time{}, 0, ""
-}
-
-// explain names the usual reasons an informer cannot sync.
-func explain(err error) string {
-	switch {
-	case apierrors.IsForbidden(err):
-		return "forbidden by RBAC: the client may not list or watch this resource"
-	case apierrors.IsUnauthorized(err):
-		return "unauthorized: the client's credentials are not accepted"
-	case apierrors.IsNotFound(err):
-		return "not found: the server does not serve this resource (is its CRD installed?)"
-	case apierrors.IsTooManyRequests(err):
-		return "throttled by the API server (429)"
-	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
-		return "resourceVersion expired (410), relisting"
-	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded):
-		return "timed out"
-	case apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err):
-		return "API server error"
-	case utilnet.IsConnectionRefused(err):
-		return "API server unreachable (connection refused)"
-	case errors.Is(err, listerwatcher.ErrNoEndBookmark):
-		return "the streaming list never ended (bookmarks turned off?)"
-	case apierrors.IsBadRequest(err) || apierrors.IsInvalid(err):
-		return "request rejected by the API server"
-	default:
-		return "list or watch failed"
-	}
 }

@@ -8,7 +8,6 @@ import (
 	goruntime "runtime"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -36,30 +35,32 @@ func (s *SharedIndexInformer) SetWatchErrorHandlerWithContext(handler toolscache
 }
 
 // onWatchError is the watcher's error handler. It records every failure for
-// SyncStatus, hands failed lists and failed watch opens to the watch error
-// handler (client-go's default one unless the user set another), as
-// client-go's reflector does, and logs the rest the way it does.
+// SyncStatus. Those the pipeline's classification says a user must act on go
+// to the watch error handler (client-go's default one unless the user set
+// another), with client-go's reflector's wording; the rest are logged at the
+// level it logs them at.
 func (s *SharedIndexInformer) onWatchError(ctx context.Context, err error) {
-	op := listerwatcher.OpStream
 	var failure *listerwatcher.Failure
-	if errors.As(err, &failure) {
-		op, err = failure.Op, failure.Err
+	if !errors.As(err, &failure) { // the watcher hands every failure over as one
+		failure = &listerwatcher.Failure{Op: listerwatcher.OpStream, Err: err, Decision: listerwatcher.Decision{Notify: true}}
 	}
-	s.diag.failed(err)
-	logger := klog.FromContext(ctx)
-	switch op {
-	case listerwatcher.OpList:
-		err = fmt.Errorf("failed to list %v: %w", s.reflector.TypeDescription(), err)
-	case listerwatcher.OpWatch:
-	case listerwatcher.OpFallback:
-		return // the watcher logs its fallbacks
-	default:
-		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-			logger.V(4).Info("Watch closed", "reflector", s.reflector.Name(), "type", s.objectDescription, "err", err)
-		} else {
-			logger.Info("Warning: watch ended with error", "reflector", s.reflector.Name(), "type", s.objectDescription, "err", err)
+	d := failure.Decision
+	s.diag.failed(failure.Err, d.Description())
+	if !d.Notify {
+		msg := string(failure.Op) + " failed"
+		if failure.Op == listerwatcher.OpStream {
+			msg = "watch ended with error"
 		}
+		if d.Verbosity == 0 {
+			msg = "Warning: " + msg
+		}
+		klog.FromContext(ctx).V(d.Verbosity).Info(msg, "reflector", s.reflector.Name(), "type", s.objectDescription,
+			"reason", d.Description(), "next", d.String(), "err", failure.Err)
 		return
+	}
+	err = failure.Err
+	if failure.Op == listerwatcher.OpList {
+		err = fmt.Errorf("failed to list %v: %w", s.reflector.TypeDescription(), err)
 	}
 	s.startedMu.Lock()
 	handler := s.watchErrorHandler

@@ -41,23 +41,31 @@ const (
 	OpWatch Op = "watch"
 	// OpStream: an open watch or stream ended with an error.
 	OpStream Op = "stream"
-	// OpFallback: Auto could not stream for this reason and lists instead.
-	OpFallback Op = "fallback"
 	// OpConsume: the Consumer's Handle returned an error.
 	OpConsume Op = "consume"
 )
 
-// Failure is what the error handler receives: the step that failed and
-// why. It unwraps to the cause, so apierrors' predicates see through it.
+// Failure is what the error handler receives: the step that failed, why,
+// and what the watcher makes of it. It unwraps to the cause, so apierrors'
+// predicates see through it.
 type Failure struct {
 	Op  Op
 	Err error
+	// Decision is the watcher's classification of Err: its cause, whether a
+	// user has to hear of it, and what the watcher does next.
+	Decision Decision
 }
 
 func (e *Failure) Error() string { return string(e.Op) + ": " + e.Err.Error() }
 
 // Unwrap returns the cause.
 func (e *Failure) Unwrap() error { return e.Err }
+
+// unreadable marks an answer the watcher could not make sense of: a LIST
+// response without list metadata, an ERROR event without a Status.
+type unreadable struct{ error }
+
+func (e unreadable) Unwrap() error { return e.error }
 
 // isExpired reports a 410: the resourceVersion or continue token is gone.
 // Servers before 1.18 answered Gone rather than Expired.
@@ -95,7 +103,7 @@ func retryAfter(err error) time.Duration {
 func watchEventError(obj runtime.Object) error {
 	status, ok := obj.(*metav1.Status)
 	if !ok {
-		return fmt.Errorf("watch sent an ERROR event carrying %T instead of a *v1.Status", obj)
+		return unreadable{fmt.Errorf("watch sent an ERROR event carrying %T instead of a *v1.Status", obj)}
 	}
 	return apierrors.FromObject(status)
 }

@@ -96,6 +96,8 @@ const (
 	// ConsumerError means the Consumer returned an error; the watcher
 	// relists so that the consumer gets a clean state.
 	ConsumerError RestartReason = "ConsumerError"
+	// Requested means Watcher.Relist asked for it.
+	Requested RestartReason = "Requested"
 )
 
 // Event is one step of the pipeline. Which fields are set depends on Type.

@@ -75,7 +75,7 @@ func TestExpectedKindOfUnstructured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{Watcher: w}
+	m := &machine{Watcher: w}
 	other := example.DeepCopy()
 	other.SetKind("Gadget")
 	_ = capturedErrors(t)
@@ -89,7 +89,7 @@ func TestExpectedKindOfUnstructured(t *testing.T) {
 		{&corev1.ConfigMap{}, false},
 		{nil, false},
 	} {
-		if got := r.accept(ctx, tc.obj); got != tc.want {
+		if got := m.accept(ctx, tc.obj); got != tc.want {
 			t.Errorf("accept(%v) = %v, want %v", tc.obj, got, tc.want)
 		}
 	}

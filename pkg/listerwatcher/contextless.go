@@ -1,0 +1,109 @@
+package listerwatcher
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// listerWatcher is a ListerWatcher's calls, each ending when its context
+// does.
+type listerWatcher struct {
+	toolscache.ListerWithContext
+	toolscache.WatcherWithContext
+}
+
+// withContext returns lw's calls as calls that end when their context does.
+// A call that ignores its context (List or Watch of a ListerWatcher without
+// the context-aware methods, or of a cache.ListWatch without
+// ListWithContextFunc or WatchFuncWithContext) runs on a goroutine of its
+// own, which the caller stops waiting for when ctx ends; it lives until the
+// call returns, and stops a watch that opens too late.
+func withContext(lw toolscache.ListerWatcher) listerWatcher {
+	out := listerWatcher{toolscache.ToListerWithContext(lw), toolscache.ToWatcherWithContext(lw)}
+	listIgnores, watchIgnores := ignoresContext(lw)
+	if listIgnores {
+		out.ListerWithContext = detachedLister{lw}
+	}
+	if watchIgnores {
+		out.WatcherWithContext = detachedWatcher{lw}
+	}
+	return out
+}
+
+// ignoresContext reports which of lw's calls ignore their context.
+func ignoresContext(lw toolscache.ListerWatcher) (list, watch bool) {
+	if l, ok := lw.(*toolscache.ListWatch); ok {
+		return l.ListWithContextFunc == nil, l.WatchFuncWithContext == nil
+	}
+	_, listsWithContext := lw.(toolscache.ListerWithContext)
+	_, watchesWithContext := lw.(toolscache.WatcherWithContext)
+	return !listsWithContext, !watchesWithContext
+}
+
+// detachedLister lists on a goroutine of its own (see withContext).
+type detachedLister struct{ toolscache.Lister }
+
+func (l detachedLister) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return detach(ctx, func() (runtime.Object, error) {
+		return l.List(opts) //nolint:staticcheck // SA1019: the context-less call is all this ListerWatcher has
+	}, func(runtime.Object) {})
+}
+
+// detachedWatcher opens watches on a goroutine of its own (see withContext).
+type detachedWatcher struct{ toolscache.Watcher }
+
+func (w detachedWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return detach(ctx, func() (watch.Interface, error) {
+		return w.Watch(opts) //nolint:staticcheck // SA1019: the context-less call is all this ListerWatcher has
+	}, func(wi watch.Interface) {
+		if wi != nil {
+			wi.Stop()
+		}
+	})
+}
+
+// detach runs call on a goroutine of its own and waits for its result until
+// ctx ends. A result that comes after that goes to abandon (unless the call
+// failed) on the call's goroutine, which then ends. A panic of call is the
+// caller's while it waits, as client-go's reflector hands on its list's.
+func detach[T any](ctx context.Context, call func() (T, error), abandon func(T)) (T, error) {
+	type result struct {
+		v        T
+		err      error
+		panicked any
+	}
+	done := make(chan result) // unbuffered: taken by the caller or left to the goroutine
+	gaveUp := make(chan struct{})
+	go func() {
+		var r result
+		func() {
+			defer func() { r.panicked = recover() }()
+			r.v, r.err = call()
+		}()
+		select {
+		case done <- r:
+		case <-gaveUp:
+			if r.panicked != nil {
+				panic(r.panicked)
+			}
+			if r.err == nil {
+				abandon(r.v)
+			}
+		}
+	}()
+	select {
+	case r := <-done:
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
+		return r.v, r.err
+	case <-ctx.Done():
+		close(gaveUp)
+		var zero T
+		return zero, ctx.Err()
+	}
+}

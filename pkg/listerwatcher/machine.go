@@ -1,0 +1,198 @@
+package listerwatcher
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
+)
+
+// machine drives one Run through its phases. It holds what outlives a
+// phase: the consumer, the backoff, Auto's fallback and a reused batch.
+type machine struct {
+	*Watcher
+	c       Consumer
+	logger  klog.Logger
+	backoff *backoff
+	// canStream: the strategy, the ListerWatcher and client-go's feature
+	// gate allow streaming restarts.
+	canStream bool
+	fallback  fallback
+	batch     []runtime.Object // the streaming page, reused
+}
+
+// fallback is Auto's memory of streaming that failed: restarts list until
+// until. It belongs to the run, not to a phase: it outlives restarts.
+type fallback struct {
+	until time.Time
+	count int // fallbacks so far; only the first is logged as a warning
+}
+
+// step performs ph and returns the next phase: the watcher's one
+// transition function. It returns ph itself when ctx ended.
+func (m *machine) step(ctx context.Context, ph phase) phase {
+	switch p := ph.(type) {
+	case listing:
+		return m.list(ctx, p)
+	case streaming:
+		return m.stream(ctx, p)
+	case watching:
+		return m.watch(ctx, p)
+	case backingOff:
+		return m.pause(ctx, p)
+	}
+	panic(fmt.Sprintf("listerwatcher: unknown phase %T", ph))
+}
+
+// restart returns the first phase of a restart for a: streaming, unless the
+// strategy, the ListerWatcher or Auto's fallback says to list.
+func (m *machine) restart(a attempt) phase {
+	if m.streams() {
+		return streaming{a}
+	}
+	return listing{attempt: a, opts: m.firstPage(a.from)}
+}
+
+// streams reports whether the next restart streams.
+func (m *machine) streams() bool {
+	if !m.canStream || m.strategy == ListWatch {
+		return false
+	}
+	return m.strategy == StreamingList || !m.clock.Now().Before(m.fallback.until)
+}
+
+// requested returns the restart a Relist call asks for after ph.
+func (m *machine) requested(ph phase) phase {
+	m.logger.V(2).Info("Relist requested")
+	return m.restart(attempt{reason: Requested, from: relistFrom(ph)})
+}
+
+// fail carries out what classify decides about err, which step op met in
+// ph, always in this order: tell the error handler, start Auto's fallback,
+// then go to the next phase, after a backoff if the decision says so.
+func (m *machine) fail(ctx context.Context, ph phase, op Op, err error) phase {
+	d := classify(op, ph, err, m.strategy == Auto)
+	m.report(ctx, &Failure{Op: op, Err: err, Decision: d})
+	if d.Next == FallBackToList {
+		m.fallBack(err)
+	}
+	next := m.after(ph, d)
+	if d.Backoff {
+		return backingOff{err: err, retryAfter: d.RetryAfter, next: next}
+	}
+	return next
+}
+
+// after returns the phase d.Next leads to from ph.
+func (m *machine) after(ph phase, d Decision) phase {
+	reason := reasonAfter(ph, d.Reason)
+	switch d.Next {
+	case RetryRequest:
+		return ph
+	case ResumeWatch:
+		return watching{rv: relistFrom(ph)}
+	case RelistFromNewest:
+		// The same strategy, without the unavailable resourceVersion.
+		a := attempt{reason: reason}
+		if _, ok := ph.(streaming); ok {
+			return streaming{a}
+		}
+		return listing{attempt: a, opts: m.firstPage("")}
+	}
+	// RelistFromLast, and FallBackToList, whose fallback makes restart list.
+	return m.restart(attempt{reason: reason, from: relistFrom(ph)})
+}
+
+// report hands f to the error handler. Without one it logs f the way
+// client-go's reflector and its default watch error handler would.
+func (m *machine) report(ctx context.Context, f *Failure) {
+	switch {
+	case m.errorHandler != nil:
+		m.errorHandler(ctx, f)
+	case !f.Decision.Notify:
+		m.logger.V(f.Decision.Verbosity).Info("List and watch failed; retrying", "reason", f.Decision.Description(), "next", f.Decision.String(), "err", f)
+	case isExpired(f.Err):
+		m.logger.V(4).Info("Resource version expired", "err", f)
+	default:
+		utilruntime.HandleErrorWithContext(ctx, f, "List and watch failed", "listerwatcher", m.name, "reason", f.Decision.Description())
+	}
+}
+
+// fallBack makes Auto list instead of stream for the fallback TTL. It logs
+// the first fallback as a warning whatever the error handler does.
+func (m *machine) fallBack(err error) {
+	m.fallback.until = m.clock.Now().Add(m.fallbackTTL)
+	m.observer.StrategyFallback(err)
+	logger := m.logger
+	if m.fallback.count > 0 {
+		logger = logger.V(2)
+	}
+	m.fallback.count++
+	logger.Info("Cannot stream the list; falling back to paginated LIST", "for", m.fallbackTTL, "err", err)
+}
+
+// pause waits out p's backoff delay, then moves on to p.next; a Relist
+// call ends the wait with a restart.
+func (m *machine) pause(ctx context.Context, p backingOff) phase {
+	d := m.backoff.next(p.retryAfter)
+	t := m.clock.NewTimer(d)
+	defer t.Stop()
+	m.observer.Backoff(d, p.err)
+	m.logger.V(2).Info("Backing off", "delay", d, "err", p.err)
+	select {
+	case <-ctx.Done():
+		return p
+	case <-m.relist:
+		return m.requested(p.next)
+	case <-t.C():
+		return p.next
+	}
+}
+
+// deliver hands ev to the consumer. It returns ctx's error once ctx ended,
+// and the consumer's error saying which event it failed on.
+func (m *machine) deliver(ctx context.Context, ev Event) error {
+	err := m.c.Handle(ctx, ev)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("consumer failed to handle %v: %w", ev.Type, err)
+	}
+	return nil
+}
+
+// undelivered is the phase after deliver failed with err in ph: ph itself
+// once ctx ended, else the consumer's failure carried out.
+func (m *machine) undelivered(ctx context.Context, ph phase, err error) phase {
+	if ctx.Err() != nil {
+		return ph
+	}
+	return m.fail(ctx, ph, OpConsume, err)
+}
+
+// relistRequested reports, without waiting, whether Relist was called.
+func (m *machine) relistRequested() bool {
+	select {
+	case <-m.relist:
+		return true
+	default:
+		return false
+	}
+}
+
+// firstPage returns the options of a restart's first LIST page, read at
+// from. Never resourceVersion "0": the watch cache would ignore the limit
+// and answer everything at once.
+func (m *machine) firstPage(from string) metav1.ListOptions {
+	opts := metav1.ListOptions{Limit: m.pageSize}
+	if from != "" {
+		opts.ResourceVersion = from
+		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	}
+	return opts
+}

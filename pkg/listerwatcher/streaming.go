@@ -1,0 +1,137 @@
+package listerwatcher
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+)
+
+// stream gets the collection as the initial events of a watch with
+// sendInitialEvents=true, in batches of streamingBatch, and watches on the
+// same stream once its end bookmark arrived.
+func (m *machine) stream(ctx context.Context, p streaming) phase {
+	opts := metav1.ListOptions{
+		ResourceVersion:      p.from,
+		SendInitialEvents:    ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+		TimeoutSeconds:       m.watchTimeout(),
+	}
+	w, err := m.open(ctx, opts)
+	if err != nil {
+		return m.fail(ctx, p, OpWatch, err)
+	}
+	if w == nil {
+		return p // ctx ended
+	}
+	p, rv, err := m.streamInitial(ctx, w, p)
+	if err == nil {
+		return watching{rv: rv, stream: w}
+	}
+	w.Stop()
+	var failed consumerFailure
+	switch {
+	case ctx.Err() != nil:
+		m.observer.WatchEnded(m.clock.Since(w.start), w.events, nil)
+		return p
+	case errors.Is(err, errRelist):
+		m.observer.WatchEnded(m.clock.Since(w.start), w.events, nil)
+		return m.requested(p)
+	case errors.As(err, &failed):
+		m.observer.WatchEnded(m.clock.Since(w.start), w.events, nil)
+		return m.fail(ctx, p, OpConsume, failed.error)
+	}
+	m.observer.WatchEnded(m.clock.Since(w.start), w.events, err)
+	return m.fail(ctx, p, OpStream, err)
+}
+
+// errRelist means a Relist call interrupted a watch.
+var errRelist = errors.New("relist requested")
+
+// consumerFailure carries the consumer's error out of a watch's event loop.
+type consumerFailure struct{ error }
+
+// streamInitial reads the initial events of w until the end bookmark, and
+// returns p as it stands (announced or not) with the restart's
+// resourceVersion once it delivered RestartDone.
+func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) (streaming, string, error) {
+	idle := m.clock.NewTimer(m.idleTimeout)
+	defer idle.Stop()
+	batch := m.batch[:0]
+	defer func() {
+		clear(batch)
+		if m.pageSize > 0 {
+			m.batch = batch[:0]
+		} else {
+			m.batch = nil // one page of everything: do not keep it
+		}
+	}()
+	deliver := func(ev Event) error {
+		if !p.announced {
+			p.announced = true
+			if err := m.deliver(ctx, Event{Type: RestartStart, Strategy: StreamingList, Reason: p.reason}); err != nil {
+				return consumerFailure{err}
+			}
+		}
+		if ev.Type == RestartPage && len(ev.Objects) == 0 {
+			return nil
+		}
+		if err := m.deliver(ctx, ev); err != nil {
+			return consumerFailure{err}
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return p, "", ctx.Err()
+		case <-m.relist:
+			return p, "", errRelist
+		case <-idle.C():
+			return p, "", ErrNoEndBookmark
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return p, "", ErrStreamEnded
+			}
+			w.events++
+			switch ev.Type {
+			case watch.Added:
+				if !m.accept(ctx, ev.Object) {
+					break
+				}
+				batch = append(batch, ev.Object)
+				if n := m.streamingBatch(); n > 0 && len(batch) >= n {
+					if err := deliver(Event{Type: RestartPage, Objects: batch, Strategy: StreamingList}); err != nil {
+						return p, "", err
+					}
+					clear(batch)
+					batch = batch[:0]
+				}
+			case watch.Bookmark:
+				md, err := meta.Accessor(ev.Object)
+				if err != nil || md.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+					break // progress during the initial events: nothing to do
+				}
+				rv := md.GetResourceVersion()
+				if err := deliver(Event{Type: RestartPage, Objects: batch, Strategy: StreamingList}); err != nil {
+					return p, "", err
+				}
+				if err := deliver(Event{Type: RestartDone, ResourceVersion: rv, Strategy: StreamingList}); err != nil {
+					return p, "", err
+				}
+				return p, rv, nil
+			case watch.Modified, watch.Deleted:
+				return p, "", ErrNotStreaming
+			case watch.Error:
+				return p, "", watchEventError(ev.Object)
+			default:
+				m.dropUnknown(ctx, ev)
+			}
+			resetTimer(idle, m.idleTimeout)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package listerwatcher
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+)
+
+// watch hands the consumer the live events after p.rv, on the stream a
+// streaming restart left open or on a new watch, until the watch ends. A
+// clean close watches again from the newest resourceVersion.
+func (m *machine) watch(ctx context.Context, p watching) phase {
+	w := p.stream
+	if w == nil {
+		opts := metav1.ListOptions{
+			ResourceVersion:     p.rv,
+			AllowWatchBookmarks: true,
+			TimeoutSeconds:      m.watchTimeout(),
+		}
+		var err error
+		if w, err = m.open(ctx, opts); err != nil {
+			return m.fail(ctx, p, OpWatch, err)
+		}
+		if w == nil {
+			return p // ctx ended
+		}
+	}
+	rv, err := m.follow(ctx, w, p.rv)
+	w.Stop()
+	next := watching{rv: rv}
+	d := m.clock.Since(w.start)
+	var failed consumerFailure
+	switch {
+	case ctx.Err() != nil:
+		m.observer.WatchEnded(d, w.events, nil)
+		return next
+	case errors.Is(err, errRelist):
+		m.observer.WatchEnded(d, w.events, nil)
+		return m.requested(next)
+	case errors.As(err, &failed):
+		m.observer.WatchEnded(d, w.events, nil)
+		return m.fail(ctx, next, OpConsume, failed.error)
+	}
+	if err == nil && w.events == 0 && d < veryShortWatch {
+		err = ErrVeryShortWatch
+	}
+	m.observer.WatchEnded(d, w.events, err)
+	if err != nil {
+		return m.fail(ctx, next, OpStream, err)
+	}
+	m.logger.V(4).Info("Watch closed", "resourceVersion", rv, "events", w.events, "duration", d)
+	return next
+}
+
+// veryShortWatch: a watch closing sooner without events is an error.
+const veryShortWatch = time.Second
+
+// follow delivers w's events after rv and returns the newest resourceVersion
+// the consumer has, when w closes (nil), sends an ERROR event, the consumer
+// fails (consumerFailure), Relist is called (errRelist) or ctx ends.
+func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return rv, ctx.Err()
+		case <-m.relist:
+			return rv, errRelist
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return rv, nil
+			}
+			w.events++
+			var typ EventType
+			switch ev.Type {
+			case watch.Added:
+				typ = Added
+			case watch.Modified:
+				typ = Modified
+			case watch.Deleted:
+				typ = Deleted
+			case watch.Bookmark:
+				typ = Bookmark
+			case watch.Error:
+				return rv, watchEventError(ev.Object)
+			default:
+				m.dropUnknown(ctx, ev)
+				continue
+			}
+			if typ != Bookmark && !m.accept(ctx, ev.Object) {
+				continue
+			}
+			md, err := meta.Accessor(ev.Object)
+			if err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Dropped a watch event whose object has no metadata", "listerwatcher", m.name, "type", ev.Type)
+				continue
+			}
+			out := Event{Type: typ, ResourceVersion: md.GetResourceVersion()}
+			if typ != Bookmark {
+				out.Object = ev.Object
+			}
+			if err := m.deliver(ctx, out); err != nil {
+				return rv, consumerFailure{err}
+			}
+			rv = out.ResourceVersion
+		}
+	}
+}
+
+// openWatch is a watch with what WatchEnded needs.
+type openWatch struct {
+	watch.Interface
+	start  time.Time
+	events int
+}
+
+// open starts a watch with opts. It returns nil and no error when ctx ended
+// meanwhile, after stopping a watch that opened all the same.
+func (m *machine) open(ctx context.Context, opts metav1.ListOptions) (*openWatch, error) {
+	start := m.clock.Now()
+	wi, err := m.lw.WatchWithContext(ctx, opts)
+	if ctx.Err() != nil {
+		if err == nil {
+			wi.Stop()
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.observer.WatchStarted(opts)
+	return &openWatch{Interface: wi, start: start}, nil
+}
+
+// closeStream stops the stream ph still holds when Run ends, if any.
+func (m *machine) closeStream(ph phase) {
+	if p, ok := ph.(watching); ok && p.stream != nil {
+		p.stream.Stop()
+		m.observer.WatchEnded(m.clock.Since(p.stream.start), p.stream.events, nil)
+	}
+}
+
+// watchTimeout returns a random server-side timeout in [min, 2*min], so
+// that the watches of many clients do not all end together.
+func (m *machine) watchTimeout() *int64 {
+	s := int64(m.minWatchTimeout.Seconds() * (1 + rand.Float64()))
+	return &s
+}
+
+// accept reports whether a watch event's object is of the expected type;
+// others are dropped with an error, as client-go's reflector does.
+func (m *machine) accept(ctx context.Context, obj runtime.Object) bool {
+	if obj == nil {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Dropped a watch event without an object", "listerwatcher", m.name)
+		return false
+	}
+	if m.expectedType != nil && reflect.TypeOf(obj) != m.expectedType {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Dropped a watch event of an unexpected type",
+			"listerwatcher", m.name, "expectedType", m.expectedType, "actualType", reflect.TypeOf(obj))
+		return false
+	}
+	if m.expectedGVK != nil {
+		if gvk := obj.GetObjectKind().GroupVersionKind(); gvk != *m.expectedGVK {
+			utilruntime.HandleErrorWithContext(ctx, nil, "Dropped a watch event of an unexpected kind",
+				"listerwatcher", m.name, "expectedGVK", *m.expectedGVK, "actualGVK", gvk)
+			return false
+		}
+	}
+	return true
+}
+
+// dropUnknown drops an event of a type the watch protocol does not have.
+func (m *machine) dropUnknown(ctx context.Context, ev watch.Event) {
+	utilruntime.HandleErrorWithContext(ctx, nil, "Dropped a watch event of an unknown type", "listerwatcher", m.name, "type", ev.Type)
+}
+
+// resetTimer restarts t for d, discarding a tick that fired meanwhile.
+func resetTimer(t clock.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C():
+		default:
+		}
+	}
+	t.Reset(d)
+}
