@@ -1,0 +1,163 @@
+package listerwatcher
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
+)
+
+// expectRequestedRestart reads a whole restart and fails unless its reason
+// is Requested and it holds n objects.
+func expectRequestedRestart(t *testing.T, h *harness, n int) {
+	t.Helper()
+	startEv, names, _ := h.restart()
+	if startEv.Reason != Requested || len(names) != n {
+		t.Fatalf("restart %+v with %d objects, want a Requested one with %d", startEv, len(names), n)
+	}
+}
+
+func TestRelistDuringAWatch(t *testing.T) {
+	h, srv := live(t)
+	lastRV := change(t, h, srv, "cm-00000")
+	srv.ResetRequests()
+	h.w.Relist()
+	expectRequestedRestart(t, h, 2)
+	h.watchStarted()
+	reqs := requests(srv)
+	want := metav1.ListOptions{Limit: 500, ResourceVersion: lastRV, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+	if len(reqs) != 2 || !sameRequest(reqs[0], "list", want) || reqs[1].Verb != "watch" {
+		t.Errorf("requests %+v, want a list from the last rv %+v, then a watch", reqs, want)
+	}
+	if n := srv.OpenWatches(); n != 1 {
+		t.Errorf("%d watches open, want the new one only", n)
+	}
+}
+
+func TestRelistDuringAPagedList(t *testing.T) {
+	srv := newServer(t, 30)
+	var h *harness
+	started := make(chan struct{})
+	pages := 0
+	h = startHandled(t, srv, nil, func(_ context.Context, ev Event) error {
+		if ev.Type == RestartPage {
+			if pages++; pages == 1 {
+				<-started    // h is set
+				h.w.Relist() // from the consumer, between two pages
+			}
+		}
+		return nil
+	}, WithStrategy(ListWatch), WithPageSize(10))
+	close(started)
+	h.nextOf(RestartStart)
+	h.nextOf(RestartPage)
+	expectRequestedRestart(t, h, 30)
+	h.watchStarted()
+	reqs := requests(srv)
+	if len(reqs) != 5 || !sameRequest(reqs[1], "list", metav1.ListOptions{Limit: 10}) {
+		t.Errorf("requests %+v, want the first page, then a new first page and its two continues, then a watch", reqs)
+	}
+}
+
+func TestRelistDuringAStreamingList(t *testing.T) {
+	srv := newServer(t, 3)
+	// Without bookmarks the stream never ends: the relist comes mid-stream.
+	h := start(t, srv, selectorLW{srv.ListerWatcher()}, WithStrategy(StreamingList), WithPageSize(1))
+	h.nextOf(RestartStart)
+	for range 3 {
+		h.nextOf(RestartPage)
+	}
+	h.watchStarted()
+	h.w.Relist()
+	h.watchStarted() // the new stream
+	if startEv := h.nextOf(RestartStart); startEv.Reason != Requested {
+		t.Errorf("restart %+v, want reason Requested", startEv)
+	}
+	h.nextOf(RestartPage)
+	if n := srv.OpenWatches(); n != 1 {
+		t.Errorf("%d watches open, want the new stream only", n)
+	}
+}
+
+func TestRelistWhileBackingOff(t *testing.T) {
+	srv := newServer(t, 3)
+	srv.SetFault(func(context.Context, fake.Request) error { return apierrors.NewServiceUnavailable("down") })
+	h := start(t, srv, nil, WithStrategy(ListWatch))
+	h.expectErr(apierrors.IsServiceUnavailable)
+	<-h.obs.backoffs // backing off, and the fake clock does not move
+	srv.SetFault(nil)
+	h.w.Relist()
+	expectRequestedRestart(t, h, 3)
+}
+
+func TestRelistCallsCoalesce(t *testing.T) {
+	h, srv := live(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	h.setHandle(func(_ context.Context, ev Event) error {
+		if ev.Type == Deleted {
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	if _, err := srv.Delete("ns", "cm-00000"); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	h.setHandle(nil)
+	for range 5 {
+		h.w.Relist() // while the consumer holds the event
+	}
+	close(release)
+	h.nextOf(Deleted)
+	expectRequestedRestart(t, h, 2)
+	h.watchStarted()
+	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
+		t.Fatal(err)
+	}
+	h.nextOf(Deleted) // and no second restart before it
+	lists := 0
+	for _, req := range srv.Requests() {
+		if req.Verb == "list" {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("%d LISTs after five Relist calls, want 1", lists)
+	}
+}
+
+func TestRelistBeforeRunIsTheInitialRestart(t *testing.T) {
+	srv := newServer(t, 3)
+	w, err := New(srv.ListerWatcher(), WithStrategy(ListWatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Relist()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got []string
+	err = w.Run(ctx, ConsumerFunc(func(_ context.Context, ev Event) error {
+		got = append(got, ev.Type.String()+" "+string(ev.Reason))
+		switch ev.Type {
+		case RestartDone:
+			_, err := srv.Delete("ns", "cm-00000")
+			return err
+		case Deleted:
+			cancel()
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"RestartStart Initial", "RestartPage ", "RestartDone ", "Deleted "}; strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("events %q, want %q: the Relist before Run is the initial restart", got, want)
+	}
+}
