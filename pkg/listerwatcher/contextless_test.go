@@ -44,11 +44,11 @@ func (h *hangingCalls) wait(verb string, opts metav1.ListOptions) {
 func (h *hangingCalls) listWatch() *toolscache.ListWatch {
 	lw := h.srv.ListerWatcher()
 	return &toolscache.ListWatch{
-		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
+		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) { //nolint:staticcheck // SA1019: the context-less calls are under test
 			h.wait("list", opts)
 			return lw.List(opts)
 		},
-		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) { //nolint:staticcheck // SA1019: the context-less calls are under test
 			h.wait("watch", opts)
 			return lw.Watch(opts)
 		},
@@ -163,7 +163,7 @@ func TestContextAwareCallsAreNotDetached(t *testing.T) {
 	if list, watch := ignoresContext(lw); list || watch {
 		t.Errorf("the fake's ListerWatcher ignores its context: list %v, watch %v", list, watch)
 	}
-	withCtx := &toolscache.ListWatch{ListWithContextFunc: lw.ListWithContext, WatchFunc: lw.Watch}
+	withCtx := &toolscache.ListWatch{ListWithContextFunc: lw.ListWithContext, WatchFunc: lw.Watch} //nolint:staticcheck // SA1019: a context-less WatchFunc is under test
 	if list, watch := ignoresContext(withCtx); list || !watch {
 		t.Errorf("a ListWatch with ListWithContextFunc and WatchFunc ignores its context: list %v, watch %v; want false, true", list, watch)
 	}

@@ -8,4 +8,21 @@
 // server's faults itself (410 Gone, expired continue tokens, throttling, dropped
 // watches) with client-go's backoff figures, so a consumer only ever sees a
 // clean sequence of restarts and live events.
+//
+// A Watcher's run is a sequence of phases, each a value with its own data:
+// listing (the next LIST request, and whether the consumer has seen this
+// restart begin), streaming, watching (the newest resourceVersion, and the
+// stream a streaming restart left open) and backing off. One transition
+// function performs a phase and returns the next. Every failure is
+// classified once, by the fault table in README.md (the same rules, row by
+// row): the Decision says what the watcher does (retry the same request,
+// watch again, relist from the last resourceVersion or from "", fall back
+// to ListWatch, back off first or not) and, following client-go's
+// reflector, whether a user must hear of it. The error handler gets every
+// failure as a *Failure carrying its Decision, so an informer can call its
+// watch error handler for exactly the failures client-go would, and explain
+// the others in its sync status.
+//
+// Watcher.Relist asks a running Watcher for a new restart at once, for
+// instance after the ListerWatcher's options changed.
 package listerwatcher

@@ -2,11 +2,15 @@ package listerwatcher_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
@@ -63,4 +67,79 @@ func Example() {
 	// done at resourceVersion 6
 	// deleted: c at 7
 	// Run returned <nil>
+}
+
+// Relist asks a running Watcher for a new restart, for instance after the
+// ListerWatcher's options changed. Here the consumer asks for one once the
+// first restart is done.
+func ExampleWatcher_Relist() {
+	srv := fake.NewServer(&corev1.ConfigMapList{})
+	defer srv.Close()
+	_, _ = srv.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
+
+	w, err := listerwatcher.New(srv.ListerWatcher(), listerwatcher.WithStrategy(listerwatcher.ListWatch))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
+	defer cancel()
+	restarts := 0
+	_ = w.Run(ctx, listerwatcher.ConsumerFunc(func(ctx context.Context, ev listerwatcher.Event) error {
+		switch ev.Type {
+		case listerwatcher.RestartStart:
+			fmt.Println("restart:", ev.Reason)
+		case listerwatcher.RestartDone:
+			if restarts++; restarts == 1 {
+				w.Relist()
+			} else {
+				cancel()
+			}
+		}
+		return nil
+	}))
+
+	// Output:
+	// restart: Initial
+	// restart: Requested
+}
+
+// The error handler gets every failure with the watcher's Decision about it:
+// what went wrong, what the watcher does next, and whether a user must hear
+// of it (as client-go's reflector would tell its watch error handler).
+func ExampleWithErrorHandler() {
+	srv := fake.NewServer(&corev1.ConfigMapList{})
+	defer srv.Close()
+	refused := false
+	srv.SetFault(func(_ context.Context, req fake.Request) error {
+		if req.Verb == "list" && !refused {
+			refused = true
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC says no"))
+		}
+		return nil
+	})
+
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
+	defer cancel()
+	w, err := listerwatcher.New(srv.ListerWatcher(),
+		listerwatcher.WithStrategy(listerwatcher.ListWatch),
+		listerwatcher.WithBackoff(listerwatcher.Backoff{Initial: time.Millisecond, Factor: 2, Cap: time.Second}),
+		listerwatcher.WithErrorHandler(func(_ context.Context, err error) {
+			var f *listerwatcher.Failure
+			if errors.As(err, &f) {
+				fmt.Printf("%s failed: %s\nnext: %s; tell the user: %v\n", f.Op, f.Decision.Description(), f.Decision, f.Decision.Notify)
+			}
+		}))
+	if err != nil {
+		panic(err)
+	}
+	_ = w.Run(ctx, listerwatcher.ConsumerFunc(func(ctx context.Context, ev listerwatcher.Event) error {
+		if ev.Type == listerwatcher.RestartDone {
+			cancel()
+		}
+		return nil
+	}))
+
+	// Output:
+	// list failed: forbidden by RBAC: the client may not list or watch this resource
+	// next: back off, relist from the last rv (Error); tell the user: true
 }

@@ -514,3 +514,42 @@ func TestCancelStopsRunPromptly(t *testing.T) {
 		})
 	}
 }
+
+// Without an error handler, the watcher logs as errors only the failures a
+// user must act on (Decision.Notify), as client-go's default watch error
+// handler does; the others at the level client-go logs them.
+func TestWithoutErrorHandlerOnlyNotifiedFailuresAreErrors(t *testing.T) {
+	logged := capturedErrors(t)
+	h, srv := live(t, WithErrorHandler(nil))
+	h.clock.Step(2 * time.Second) // not a very short watch
+	refused := func(ctx context.Context, req fake.Request) error {
+		srv.SetFault(nil)
+		return fake.ConnectionRefused()
+	}
+	srv.SetFault(refused)
+	srv.CloseWatches()
+	h.backoff(testBackoff.Initial)
+	h.watchStarted()
+	change(t, h, srv, "cm-00000")
+	select {
+	case msg := <-logged:
+		t.Fatalf("a refused watch open was logged as an error: %q", msg)
+	default:
+	}
+
+	forbidden := apierrors.NewForbidden(configMaps, "", errors.New("no"))
+	srv.SetFault(func(context.Context, fake.Request) error {
+		srv.SetFault(nil)
+		return forbidden
+	})
+	h.clock.Step(2 * time.Second)
+	srv.CloseWatches()
+	select {
+	case msg := <-logged:
+		if msg != "List and watch failed" {
+			t.Errorf("logged %q for a forbidden watch", msg)
+		}
+	case <-time.After(guard):
+		t.Fatal("a forbidden watch open was not logged as an error")
+	}
+}
