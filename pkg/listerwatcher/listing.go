@@ -10,43 +10,44 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// list sends p's LIST request and hands the page on: the next phase lists
-// the next page, or watches from the list's resourceVersion after the last.
-func (m *machine) list(ctx context.Context, p listing) phase {
+// list sends p's LIST request and hands the page on. It returns the
+// listing of the next page, or, with after set, the next phase: a watch from
+// the list's resourceVersion after the last page, or what a failure leads to.
+func (m *machine) list(ctx context.Context, p listing) (next listing, after phase) {
 	if m.relistRequested() {
-		return m.requested(p)
+		return p, m.requested(p)
 	}
 	list, err := m.request(ctx, p.opts)
 	switch {
 	case ctx.Err() != nil:
-		return p
+		return p, p
 	case m.relistRequested():
-		return m.requested(p) // the page answers the options before the call
+		return p, m.requested(p) // the page answers the options before the call
 	case err != nil:
-		return m.fail(ctx, p, OpList, err)
+		return p, m.fail(ctx, p, OpList, err)
 	}
 
 	// list is dead past this call: while the consumer handles the page,
 	// only the items copied out of it are reachable.
-	items, rv, next, err := extract(list)
+	items, rv, cont, err := extract(list)
 	if err != nil {
-		return m.fail(ctx, p, OpList, unreadable{fmt.Errorf("cannot read the LIST response: %w", err)})
+		return p, m.fail(ctx, p, OpList, unreadable{fmt.Errorf("cannot read the LIST response: %w", err)})
 	}
 	if !p.announced {
 		p.announced = true
 		if err := m.deliver(ctx, Event{Type: RestartStart, Strategy: ListWatch, Reason: p.reason}); err != nil {
-			return m.undelivered(ctx, p, err)
+			return p, m.undelivered(ctx, p, err)
 		}
 	}
 	if len(items) > 0 {
 		if err := m.deliver(ctx, Event{Type: RestartPage, Objects: items, Strategy: ListWatch}); err != nil {
-			return m.undelivered(ctx, p, err)
+			return p, m.undelivered(ctx, p, err)
 		}
 	}
-	if next != "" {
+	if cont != "" {
 		// The API server rejects resourceVersion(Match) with continue.
-		p.opts = metav1.ListOptions{Limit: m.pageSize, Continue: next}
-		return p
+		p.opts = metav1.ListOptions{Limit: m.pageSize, Continue: cont}
+		return p, nil
 	}
 	if rv == "" {
 		// Nothing is lost: a watch from "" starts with ADDED events of the
@@ -54,9 +55,9 @@ func (m *machine) list(ctx context.Context, p listing) phase {
 		m.logger.Info("Warning: the LIST returned no resourceVersion; watching from the newest state, whose initial events replay the collection")
 	}
 	if err := m.deliver(ctx, Event{Type: RestartDone, ResourceVersion: rv, Strategy: ListWatch}); err != nil {
-		return m.undelivered(ctx, p, err)
+		return p, m.undelivered(ctx, p, err)
 	}
-	return watching{rv: rv}
+	return p, watching{rv: rv}
 }
 
 func (m *machine) request(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

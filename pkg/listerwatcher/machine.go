@@ -33,11 +33,19 @@ type fallback struct {
 }
 
 // step performs ph and returns the next phase: the watcher's one
-// transition function. It returns ph itself when ctx ended.
+// transition function. It returns ph itself when ctx ended. From one LIST
+// page to the next it loops, as kube-rs's step_trampolined does until it has
+// an event for its caller: the listing of the next page stays a value here
+// instead of one more allocation per page.
 func (m *machine) step(ctx context.Context, ph phase) phase {
 	switch p := ph.(type) {
 	case listing:
-		return m.list(ctx, p)
+		for {
+			var after phase
+			if p, after = m.list(ctx, p); after != nil {
+				return after
+			}
+		}
 	case streaming:
 		return m.stream(ctx, p)
 	case watching:

@@ -28,12 +28,11 @@ func (m *machine) stream(ctx context.Context, p streaming) phase {
 	if w == nil {
 		return p // ctx ended
 	}
-	p, rv, err := m.streamInitial(ctx, w, p)
+	p, rv, op, err := m.streamInitial(ctx, w, p)
 	if err == nil {
 		return watching{rv: rv, stream: w}
 	}
 	w.Stop()
-	var failed consumerFailure
 	switch {
 	case ctx.Err() != nil:
 		m.observer.WatchEnded(m.clock.Since(w.start), w.events, nil)
@@ -41,9 +40,9 @@ func (m *machine) stream(ctx context.Context, p streaming) phase {
 	case errors.Is(err, errRelist):
 		m.observer.WatchEnded(m.clock.Since(w.start), w.events, nil)
 		return m.requested(p)
-	case errors.As(err, &failed):
+	case op == OpConsume:
 		m.observer.WatchEnded(m.clock.Since(w.start), w.events, nil)
-		return m.fail(ctx, p, OpConsume, failed.error)
+		return m.fail(ctx, p, OpConsume, err)
 	}
 	m.observer.WatchEnded(m.clock.Since(w.start), w.events, err)
 	return m.fail(ctx, p, OpStream, err)
@@ -52,13 +51,11 @@ func (m *machine) stream(ctx context.Context, p streaming) phase {
 // errRelist means a Relist call interrupted a watch.
 var errRelist = errors.New("relist requested")
 
-// consumerFailure carries the consumer's error out of a watch's event loop.
-type consumerFailure struct{ error }
-
 // streamInitial reads the initial events of w until the end bookmark, and
-// returns p as it stands (announced or not) with the restart's
-// resourceVersion once it delivered RestartDone.
-func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) (streaming, string, error) {
+// returns p as it stands (announced or not), with the restart's
+// resourceVersion once it delivered RestartDone, or the step that failed
+// (OpStream, or OpConsume for the consumer) and why.
+func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) (streaming, string, Op, error) {
 	idle := m.clock.NewTimer(m.idleTimeout)
 	defer idle.Stop()
 	batch := m.batch[:0]
@@ -74,28 +71,25 @@ func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) 
 		if !p.announced {
 			p.announced = true
 			if err := m.deliver(ctx, Event{Type: RestartStart, Strategy: StreamingList, Reason: p.reason}); err != nil {
-				return consumerFailure{err}
+				return err
 			}
 		}
 		if ev.Type == RestartPage && len(ev.Objects) == 0 {
 			return nil
 		}
-		if err := m.deliver(ctx, ev); err != nil {
-			return consumerFailure{err}
-		}
-		return nil
+		return m.deliver(ctx, ev)
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return p, "", ctx.Err()
+			return p, "", OpStream, ctx.Err()
 		case <-m.relist:
-			return p, "", errRelist
+			return p, "", OpStream, errRelist
 		case <-idle.C():
-			return p, "", ErrNoEndBookmark
+			return p, "", OpStream, ErrNoEndBookmark
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return p, "", ErrStreamEnded
+				return p, "", OpStream, ErrStreamEnded
 			}
 			w.events++
 			switch ev.Type {
@@ -106,7 +100,7 @@ func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) 
 				batch = append(batch, ev.Object)
 				if n := m.streamingBatch(); n > 0 && len(batch) >= n {
 					if err := deliver(Event{Type: RestartPage, Objects: batch, Strategy: StreamingList}); err != nil {
-						return p, "", err
+						return p, "", OpConsume, err
 					}
 					clear(batch)
 					batch = batch[:0]
@@ -118,16 +112,16 @@ func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) 
 				}
 				rv := md.GetResourceVersion()
 				if err := deliver(Event{Type: RestartPage, Objects: batch, Strategy: StreamingList}); err != nil {
-					return p, "", err
+					return p, "", OpConsume, err
 				}
 				if err := deliver(Event{Type: RestartDone, ResourceVersion: rv, Strategy: StreamingList}); err != nil {
-					return p, "", err
+					return p, "", OpConsume, err
 				}
-				return p, rv, nil
+				return p, rv, OpStream, nil
 			case watch.Modified, watch.Deleted:
-				return p, "", ErrNotStreaming
+				return p, "", OpStream, ErrNotStreaming
 			case watch.Error:
-				return p, "", watchEventError(ev.Object)
+				return p, "", OpStream, watchEventError(ev.Object)
 			default:
 				m.dropUnknown(ctx, ev)
 			}

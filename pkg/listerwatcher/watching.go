@@ -34,11 +34,10 @@ func (m *machine) watch(ctx context.Context, p watching) phase {
 			return p // ctx ended
 		}
 	}
-	rv, err := m.follow(ctx, w, p.rv)
+	rv, op, err := m.follow(ctx, w, p.rv)
 	w.Stop()
 	next := watching{rv: rv}
 	d := m.clock.Since(w.start)
-	var failed consumerFailure
 	switch {
 	case ctx.Err() != nil:
 		m.observer.WatchEnded(d, w.events, nil)
@@ -46,9 +45,9 @@ func (m *machine) watch(ctx context.Context, p watching) phase {
 	case errors.Is(err, errRelist):
 		m.observer.WatchEnded(d, w.events, nil)
 		return m.requested(next)
-	case errors.As(err, &failed):
+	case op == OpConsume:
 		m.observer.WatchEnded(d, w.events, nil)
-		return m.fail(ctx, next, OpConsume, failed.error)
+		return m.fail(ctx, next, OpConsume, err)
 	}
 	if err == nil && w.events == 0 && d < veryShortWatch {
 		err = ErrVeryShortWatch
@@ -65,18 +64,18 @@ func (m *machine) watch(ctx context.Context, p watching) phase {
 const veryShortWatch = time.Second
 
 // follow delivers w's events after rv and returns the newest resourceVersion
-// the consumer has, when w closes (nil), sends an ERROR event, the consumer
-// fails (consumerFailure), Relist is called (errRelist) or ctx ends.
-func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, error) {
+// the consumer has when w closes (no error), sends an ERROR event (OpStream),
+// the consumer fails (OpConsume), Relist is called (errRelist) or ctx ends.
+func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, Op, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return rv, ctx.Err()
+			return rv, OpStream, ctx.Err()
 		case <-m.relist:
-			return rv, errRelist
+			return rv, OpStream, errRelist
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return rv, nil
+				return rv, OpStream, nil
 			}
 			w.events++
 			var typ EventType
@@ -90,7 +89,7 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, 
 			case watch.Bookmark:
 				typ = Bookmark
 			case watch.Error:
-				return rv, watchEventError(ev.Object)
+				return rv, OpStream, watchEventError(ev.Object)
 			default:
 				m.dropUnknown(ctx, ev)
 				continue
@@ -108,7 +107,7 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, 
 				out.Object = ev.Object
 			}
 			if err := m.deliver(ctx, out); err != nil {
-				return rv, consumerFailure{err}
+				return rv, OpConsume, err
 			}
 			rv = out.ResourceVersion
 		}
