@@ -183,15 +183,16 @@ func WithExpectedType(example runtime.Object) Option {
 	}
 }
 
-// WithErrorHandler adds a function called with every failed LIST, failed
-// watch open, watch ended by an error (ErrVeryShortWatch included), consumer
-// error and failed streaming attempt, before the watcher reacts to it, as a
-// *Failure that says which step failed. Handlers given by several options
-// are all called, in the order given, so that a wrapper (the informer) and
-// its user can both listen; nil adds none. Without any, the watcher logs
-// expired resourceVersions at V(4), leaves failed streaming attempts to
-// Auto's fallback log line and reports the rest through k8s.io/apimachinery's
-// runtime.HandleError.
+// WithErrorHandler adds a function called with every failure (a failed
+// LIST, a failed watch open, a watch ended by an error, ErrVeryShortWatch
+// included, a consumer error, a failed streaming attempt) before the watcher
+// reacts to it, as a *Failure that says which step failed and carries the
+// watcher's Decision about it. Handlers given by several options are all
+// called, in the order given, so that a wrapper (the informer) and its user
+// can both listen; nil adds none. Without any, the watcher logs the failures
+// a user must act on (Decision.Notify) as client-go's default watch error
+// handler does, through k8s.io/apimachinery's runtime.HandleError (a 410 at
+// V(4)), and the others at Decision.Verbosity.
 func WithErrorHandler(h func(ctx context.Context, err error)) Option {
 	return func(c *config) {
 		switch prev := c.errorHandler; {
