@@ -123,7 +123,7 @@ func (m *machine) report(ctx context.Context, f *Failure) {
 		m.errorHandler(ctx, f)
 	case !f.Decision.Notify:
 		m.logger.V(f.Decision.Verbosity).Info("List and watch failed; retrying", "reason", f.Decision.Description(), "next", f.Decision.String(), "err", f)
-	case isExpired(f.Err):
+	case f.Decision.Cause == CauseExpired:
 		m.logger.V(4).Info("Resource version expired", "err", f)
 	default:
 		utilruntime.HandleErrorWithContext(ctx, f, "List and watch failed", "listerwatcher", m.name, "reason", f.Decision.Description())
