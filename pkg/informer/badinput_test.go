@@ -400,6 +400,9 @@ func TestErrorEventWithoutStatusRelistsKeepingTheStore(t *testing.T) {
 			}
 			before := restarts()
 
+			// The fake sends the event to open watches only: after a LIST, the
+			// watch may still be opening.
+			eventually(t, "an open watch", func() bool { return s.OpenWatches() > 0 })
 			s.SendWatchEvent(watch.Event{Type: watch.Error, Object: configMap("not-a-status")})
 			expectLog(t, logs, "watch ended with error", "ERROR event carrying *v1.ConfigMap instead of a *v1.Status")
 			mustUpdate(t, s, configMap("cm-0003", "changed", "yes"))

@@ -61,10 +61,14 @@ var _ toolscache.SharedIndexInformer = (*SharedIndexInformer)(nil)
 //     OnUpdate(obj, obj) for every stored object. Resyncs wait for the first
 //     complete list and never run during a relist; per-handler periods are
 //     clamped as client-go clamps them.
-//   - Errors. Failed lists and failed watch opens go to the watch error
-//     handler (SetWatchErrorHandler) with a *cache.Reflector that describes
-//     the informer but never runs; every failure is retried, and SyncStatus
-//     says why the informer has not synced.
+//   - Errors. What client-go's reflector hands its watch error handler goes
+//     to the watch error handler (SetWatchErrorHandler), with a
+//     *cache.Reflector that describes the informer but never runs: failed
+//     lists and the failed watch opens it does not retry by itself. A
+//     refused or throttled watch open, a 410 answered by a relist from "" and
+//     a watch that ends with an error are only logged, at client-go's levels
+//     (pkg/listerwatcher's fault table, row by row). Every failure is
+//     retried, and SyncStatus says why the informer has not synced.
 //
 // The differences from client-go's informer that are deliberate (relist
 // reuse, the fallback from streaming lists, paginated consistent lists,

@@ -35,11 +35,17 @@ func (l *handlerLog) calls() []string {
 	return append([]string(nil), l.errs...)
 }
 
+// injected counts the one-shot faults of a case, so that the case can check
+// that each was hit.
+type injected struct{ armed, fired atomic.Int32 }
+
 // once returns a fault that fails the first request match picks with err.
-func once(match func(fake.Request) bool, err error) fake.Fault {
+func (in *injected) once(match func(fake.Request) bool, err error) fake.Fault {
+	in.armed.Add(1)
 	var done atomic.Bool
 	return func(_ context.Context, req fake.Request) error {
 		if match(req) && done.CompareAndSwap(false, true) {
+			in.fired.Add(1)
 			return err
 		}
 		return nil
@@ -71,54 +77,55 @@ func TestDifferentialWatchErrorHandlerCalls(t *testing.T) {
 		streams bool
 		// before is the fault in place when the informers start; after is
 		// injected once they synced.
-		before, after func(s *fake.Server)
+		before, after func(s *fake.Server, in *injected)
 		want          []string // the handler's calls, for both
 	}{
-		{name: "watch open refused", after: func(s *fake.Server) {
-			s.SetFault(once(isWatch, fake.ConnectionRefused()))
+		{name: "watch open refused", after: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(isWatch, fake.ConnectionRefused()))
 			s.CloseWatches()
 		}},
-		{name: "watch open 429", after: func(s *fake.Server) {
-			s.SetFault(once(isWatch, apierrors.NewTooManyRequests("slow down", 0)))
+		{name: "watch open 429", after: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(isWatch, apierrors.NewTooManyRequests("slow down", 0)))
 			s.CloseWatches()
 		}},
-		{name: "watch open 403", after: func(s *fake.Server) {
-			s.SetFault(once(isWatch, forbidden))
+		{name: "watch open 403", after: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(isWatch, forbidden))
 			s.CloseWatches()
 		}, want: []string{forbidden.Error()}},
-		{name: "watch open 410", after: func(s *fake.Server) {
-			s.SetFault(once(isWatch, expired))
+		{name: "watch open 410", after: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(isWatch, expired))
 			s.CloseWatches()
 		}, want: []string{expired.Error()}},
-		{name: "watch sends 500", after: func(s *fake.Server) {
+		{name: "watch sends 500", after: func(s *fake.Server, in *injected) {
 			s.SendWatchError(&apierrors.NewInternalError(errors.New("etcd hiccup")).ErrStatus)
 		}},
-		{name: "watch sends 410, the relist from the last rv answers 410", after: func(s *fake.Server) {
-			s.SetFault(once(fromLastRV, expired))
+		{name: "watch sends 410, the relist from the last rv answers 410", after: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(fromLastRV, expired))
 			s.SendWatchError(&expired.ErrStatus)
 		}},
-		{name: "watch sends 410, the relist from the last rv answers too large", after: func(s *fake.Server) {
-			s.SetFault(once(fromLastRV, fake.TooLargeResourceVersion(1000, 10)))
+		{name: "watch sends 410, the relist from the last rv answers too large", after: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(fromLastRV, fake.TooLargeResourceVersion(1000, 10)))
 			s.SendWatchError(&expired.ErrStatus)
 		}},
-		{name: "first LIST 403", before: func(s *fake.Server) { s.SetFault(once(isList, forbidden)) },
+		{name: "first LIST 403", before: func(s *fake.Server, in *injected) { s.SetFault(in.once(isList, forbidden)) },
 			want: []string{"failed to list *v1.ConfigMap: " + forbidden.Error()}},
-		{name: "first LIST 429", before: func(s *fake.Server) {
-			s.SetFault(once(isList, apierrors.NewTooManyRequests("slow down", 0)))
+		{name: "first LIST 429", before: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(isList, apierrors.NewTooManyRequests("slow down", 0)))
 		}, want: []string{"failed to list *v1.ConfigMap: slow down"}},
 
-		{name: "stream open refused", streams: true, before: func(s *fake.Server) {
-			s.SetFault(once(isWatch, fake.ConnectionRefused()))
+		{name: "stream open refused", streams: true, before: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(isWatch, fake.ConnectionRefused()))
 		}},
-		{name: "stream open 403", streams: true, before: func(s *fake.Server) { s.SetFault(once(isWatch, forbidden)) }},
-		{name: "stream relist from the last rv answers 410", streams: true, after: func(s *fake.Server) {
-			s.SetFault(once(fromLastRV, expired))
+		{name: "stream open 403", streams: true, before: func(s *fake.Server, in *injected) { s.SetFault(in.once(isWatch, forbidden)) }},
+		{name: "stream relist from the last rv answers 410", streams: true, after: func(s *fake.Server, in *injected) {
+			s.SetFault(in.once(fromLastRV, expired))
 			s.SendWatchError(&expired.ErrStatus)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var logs [2]handlerLog
+			var faults [2]injected
 			var servers [2]*fake.Server
 			var informers [2]toolscache.SharedIndexInformer
 			for i := range informers {
@@ -134,20 +141,27 @@ func TestDifferentialWatchErrorHandlerCalls(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.before != nil {
-					tc.before(s)
+					tc.before(s, &faults[i])
 				}
 				run(t, informers[i])
 			}
 			waitSynced(t, informers[0], informers[1])
 			for i, s := range servers {
 				if tc.after != nil {
-					tc.after(s)
+					// The fake sends ERROR events to open watches only.
+					eventually(t, fmt.Sprintf("informer %d to watch", i), func() bool { return s.OpenWatches() > 0 })
+					tc.after(s, &faults[i])
 				}
 				mustCreate(t, s, configMap("after"))
 				eventually(t, fmt.Sprintf("informer %d to get the object created after the fault", i), func() bool {
 					_, ok, _ := informers[i].GetStore().GetByKey(key("after"))
 					return ok
 				})
+			}
+			for i := range faults {
+				if armed, fired := faults[i].armed.Load(), faults[i].fired.Load(); armed != fired {
+					t.Errorf("informer %d hit %d of its %d faults", i, fired, armed)
+				}
 			}
 			ours, theirs := logs[0].calls(), logs[1].calls()
 			if strings.Join(ours, "\n") != strings.Join(theirs, "\n") {

@@ -520,7 +520,10 @@ func TestCancelStopsRunPromptly(t *testing.T) {
 // handler does; the others at the level client-go logs them.
 func TestWithoutErrorHandlerOnlyNotifiedFailuresAreErrors(t *testing.T) {
 	logged := capturedErrors(t)
-	h, srv := live(t, WithErrorHandler(nil))
+	srv := newServer(t, 3)
+	h := startHarness(t, srv, nil, nil, false, WithStrategy(ListWatch))
+	h.restart()
+	h.watchStarted()
 	h.clock.Step(2 * time.Second) // not a very short watch
 	refused := func(ctx context.Context, req fake.Request) error {
 		srv.SetFault(nil)

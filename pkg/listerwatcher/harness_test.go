@@ -73,6 +73,13 @@ func start(t *testing.T, srv *fake.Server, lw toolscache.ListerWatcher, opts ...
 // gets it; an error from handle is the consumer's error.
 func startHandled(t *testing.T, srv *fake.Server, lw toolscache.ListerWatcher, handle func(context.Context, Event) error, opts ...Option) *harness {
 	t.Helper()
+	return startHarness(t, srv, lw, handle, true, opts...)
+}
+
+// startHarness is startHandled; with record false the harness sets no error
+// handler (h.errs stays empty), so that the watcher logs failures itself.
+func startHarness(t *testing.T, srv *fake.Server, lw toolscache.ListerWatcher, handle func(context.Context, Event) error, record bool, opts ...Option) *harness {
+	t.Helper()
 	h := &harness{
 		handle: handle,
 		t:      t,
@@ -86,12 +93,11 @@ func startHandled(t *testing.T, srv *fake.Server, lw toolscache.ListerWatcher, h
 	if lw == nil {
 		lw = srv.ListerWatcher()
 	}
-	opts = append([]Option{
-		WithBackoff(testBackoff),
-		WithClock(h.clock),
-		WithObserver(h.obs),
-		WithErrorHandler(func(_ context.Context, err error) { h.errs <- err }),
-	}, opts...)
+	defaults := []Option{WithBackoff(testBackoff), WithClock(h.clock), WithObserver(h.obs)}
+	if record {
+		defaults = append(defaults, WithErrorHandler(func(_ context.Context, err error) { h.errs <- err }))
+	}
+	opts = append(defaults, opts...)
 	w, err := New(lw, opts...)
 	if err != nil {
 		t.Fatal(err)
