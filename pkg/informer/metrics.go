@@ -2,12 +2,9 @@ package informer
 
 import (
 	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
@@ -18,16 +15,13 @@ import (
 // its listerwatcher.Observer), the store writer and the listeners tell it
 // what happened, in their own terms; it turns that into leaninformer's
 // Prometheus metrics (package metrics) and client-go's
-// InformerMetricsProvider metrics. A metric is added here, and defined in
-// package metrics, and nowhere else. Its methods are safe for concurrent use.
+// InformerMetricsProvider metrics (clientgo_metrics.go). A metric is added
+// here, and defined in package metrics, and nowhere else. Its methods are
+// safe for concurrent use.
 type metricsBridge struct {
 	prom     *metrics.Recorder // nil: WithMetrics(nil)
 	clientGo *clientGoMetrics  // nil: no SharedIndexInformerOptions.Identifier
 	clock    clock.PassiveClock
-
-	// pending counts the handler calls queued for all listeners and not yet
-	// made: client-go's queued items.
-	pending atomic.Int64
 }
 
 var _ listerwatcher.Observer = (*metricsBridge)(nil)
@@ -97,9 +91,10 @@ func (b *metricsBridge) dropped(n int) { b.prom.Dropped(n) }
 // storeChanged: a live event moved the number of stored objects by delta.
 func (b *metricsBridge) storeChanged(delta int) { b.prom.AddStoreObjects(int64(delta)) }
 
-// handled: the store writer took d to handle one watcher event.
-func (b *metricsBridge) handled(d time.Duration) {
-	b.clientGo.processed(d, b.pending.Load())
+// handle runs the store writer's handling of one watcher event, measured
+// as client-go measures its FIFO's processing of one item.
+func (b *metricsBridge) handle(process func() error) error {
+	return b.clientGo.process(b.clock, process)
 }
 
 // stopped: the informer stopped; the summed gauges lose its share.
@@ -107,96 +102,26 @@ func (b *metricsBridge) stopped() { b.prom.Close() }
 
 // handler returns the metrics of one listener, for handler name.
 func (b *metricsBridge) handler(name string) *handlerMetrics {
-	return &handlerMetrics{prom: b.prom.Handler(name), pending: &b.pending}
+	return &handlerMetrics{prom: b.prom.Handler(name)}
 }
 
 // handlerMetrics is the bridge's side of one listener. Its methods are
 // safe for concurrent use.
 type handlerMetrics struct {
-	prom    *metrics.HandlerRecorder // nil: no metrics
-	pending *atomic.Int64            // the bridge's, summed over listeners
-	queued  atomic.Int64             // this listener's share of pending
+	prom *metrics.HandlerRecorder // nil: no metrics
 }
 
 // enqueued: n handler calls were queued.
-func (h *handlerMetrics) enqueued(n int) {
-	h.queued.Add(int64(n))
-	h.pending.Add(int64(n))
-	h.prom.Queued(n)
-}
+func (h *handlerMetrics) enqueued(n int) { h.prom.Queued(n) }
 
 // delivered: one queued call was made and took d.
-func (h *handlerMetrics) delivered(d time.Duration) {
-	h.queued.Add(-1)
-	h.pending.Add(-1)
-	h.prom.Delivered(d)
-}
+func (h *handlerMetrics) delivered(d time.Duration) { h.prom.Delivered(d) }
 
 // skipped: one queued call is not made (client-go would not send it).
-func (h *handlerMetrics) skipped() {
-	h.queued.Add(-1)
-	h.pending.Add(-1)
-	h.prom.Queued(-1)
-}
+func (h *handlerMetrics) skipped() { h.prom.Queued(-1) }
 
 // panicked: the handler panicked (and the process survived).
 func (h *handlerMetrics) panicked() { h.prom.Panicked() }
 
 // closed: the listener is done; what it still had queued is dropped.
-func (h *handlerMetrics) closed() {
-	h.pending.Add(-h.queued.Swap(0))
-	h.prom.Close()
-}
-
-// clientGoMetrics feeds client-go's InformerMetricsProvider, so dashboards
-// built on client-go's informer metrics keep working: the store's
-// resourceVersion, the notifications waiting for handlers (client-go's
-// queued items) and the time to apply each event (its processing latency).
-type clientGoMetrics struct {
-	resourceVersion toolscache.GaugeMetric
-	queued          toolscache.GaugeMetric
-	latency         toolscache.HistogramMetric
-
-	// probe is a client-go store whose Bookmark sets the resourceVersion
-	// gauge of client-go's global provider: the one client-go uses when
-	// none is given, and which it offers no other way to reach.
-	probe toolscache.Store
-	mu    sync.Mutex // serialises the probe's Bookmark calls
-}
-
-func newClientGoMetrics(id toolscache.InformerNameAndResource, provider toolscache.InformerMetricsProvider) *clientGoMetrics {
-	if !id.Reserved() {
-		return nil
-	}
-	if provider == nil {
-		return &clientGoMetrics{probe: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc, toolscache.WithStoreMetrics(id, nil))}
-	}
-	return &clientGoMetrics{
-		resourceVersion: provider.NewStoreResourceVersionMetric(id),
-		queued:          provider.NewQueuedItemMetric(id),
-		latency:         provider.NewProcessingLatencyMetric(id),
-	}
-}
-
-func (m *clientGoMetrics) setResourceVersion(rv string) {
-	if m == nil {
-		return
-	}
-	if m.probe != nil {
-		m.mu.Lock()
-		m.probe.Bookmark(rv)
-		m.mu.Unlock()
-		return
-	}
-	if v, ok := metrics.ParseResourceVersion(rv); ok {
-		m.resourceVersion.Set(v)
-	}
-}
-
-func (m *clientGoMetrics) processed(d time.Duration, queued int64) {
-	if m == nil || m.probe != nil {
-		return
-	}
-	m.latency.Observe(d.Seconds())
-	m.queued.Set(float64(queued))
-}
+func (h *handlerMetrics) closed() { h.prom.Close() }

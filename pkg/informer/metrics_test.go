@@ -153,13 +153,20 @@ type fakeProvider struct {
 type fakeGauge struct {
 	mu  sync.Mutex
 	v   float64
+	max float64 // the largest value ever set
 	set int
 }
 
 func (g *fakeGauge) Set(v float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.v, g.set = v, g.set+1
+	g.v, g.set, g.max = v, g.set+1, max(g.max, v)
+}
+
+func (g *fakeGauge) largest() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.max
 }
 
 func (g *fakeGauge) get() (float64, int) {

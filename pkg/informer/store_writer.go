@@ -81,10 +81,7 @@ func (s *SharedIndexInformer) newStoreWriter(logger klog.Logger, transform tools
 
 // Handle implements listerwatcher.Consumer.
 func (w *storeWriter) Handle(ctx context.Context, ev listerwatcher.Event) error {
-	start := w.clock.Now()
-	err := w.handle(ctx, ev)
-	w.metrics.handled(w.clock.Since(start))
-	return err
+	return w.metrics.handle(func() error { return w.handle(ctx, ev) })
 }
 
 func (w *storeWriter) handle(ctx context.Context, ev listerwatcher.Event) error {
