@@ -85,9 +85,10 @@ type SharedIndexInformer struct {
 	metrics           *metricsBridge // safe for concurrent use
 	diag              *syncDiagnostics
 	mutationDetector  toolscache.MutationDetector
-	// reflector is built but never run: client-go's WatchErrorHandlers take a
-	// *Reflector, and existing handlers read its name and type.
-	reflector *toolscache.Reflector
+	// reflector is what watch error handlers receive: client-go's
+	// WatchErrorHandlers take a *Reflector, and handlers read its name, type
+	// and resourceVersion. It never reaches the API server.
+	reflector *handlerReflector
 	// synced is closed by the store writer once the first complete list is
 	// stored and its notifications are queued.
 	synced chan struct{}
@@ -165,10 +166,7 @@ func NewSharedIndexInformerWithOptions(lw toolscache.ListerWatcher, exampleObjec
 		resyncCheckPeriod:               options.ResyncPeriod,
 		defaultEventHandlerResyncPeriod: options.ResyncPeriod,
 	}
-	s.reflector = toolscache.NewReflectorWithOptions(lw, exampleObject, discardStore{}, toolscache.ReflectorOptions{
-		Name:            callerName(),
-		TypeDescription: options.ObjectDescription,
-	})
+	s.reflector = newHandlerReflector(callerName(), options.ObjectDescription, exampleObject)
 	// The informer's own options come first: what the user passed through
 	// WithWatcherOptions wins over them, or adds to them (observers, error
 	// handlers).

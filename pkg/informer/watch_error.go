@@ -68,7 +68,7 @@ func (s *SharedIndexInformer) onWatchError(ctx context.Context, err error) {
 	if handler == nil {
 		handler = toolscache.DefaultWatchErrorHandler
 	}
-	handler(ctx, s.reflector, err)
+	handler(ctx, s.reflector.at(s.LastSyncResourceVersion()), err)
 }
 
 // callerName names an informer after the code that created it, as client-go
@@ -91,8 +91,8 @@ func callerName() string {
 	}
 }
 
-// discardStore is the store of the never-run reflector that watch error
-// handlers receive.
+// discardStore is the store of the reflector that watch error handlers
+// receive.
 type discardStore struct{}
 
 func (discardStore) Add(any) error               { return nil }
