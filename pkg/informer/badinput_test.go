@@ -274,6 +274,8 @@ func TestObjectsWithoutKeyAreDroppedAndLogged(t *testing.T) {
 			expectLog(t, logs, "Dropping listed object", "object has no meta")
 			waitConverged(t, s, inf, rec)
 
+			// Reporting the dropped object may delay the watch past the sync.
+			eventually(t, "the watch", func() bool { return s.OpenWatches() == 1 })
 			s.SendWatchEvent(watch.Event{Type: watch.Added, Object: &keyless{}})
 			mustCreate(t, s, configMap("after"))
 			expectLog(t, logs, "Dropped a watch event whose object has no metadata")
@@ -318,8 +320,9 @@ func TestStoreWriterLogsLiveObjectsWithoutKey(t *testing.T) {
 }
 
 // A transform that fails (or returns nil) on an update drops that update and
-// keeps the last good object; on a delete, the object is deleted by key all
-// the same. Every drop is logged; the handler's state follows the store.
+// keeps the last good object; on a delete, the stored object is deleted all
+// the same (handlers get it as DeletedFinalStateUnknown). Every drop is
+// logged; the handler's state follows the store.
 func TestTransformFailureKeepsTheLastGoodObject(t *testing.T) {
 	for name, bad := range map[string]func() (any, error){
 		"error": func() (any, error) { return nil, errors.New("poisoned") },
@@ -355,7 +358,7 @@ func TestTransformFailureKeepsTheLastGoodObject(t *testing.T) {
 				return ok
 			})
 			expectLog(t, logs, "Dropping watch event", "transforming")
-			expectLog(t, logs, "Dropping delete event's object, deleting by key")
+			expectLog(t, logs, "Transform failed on a delete event: deleting the stored object", "ns/b")
 			kept, ok, _ := inf.GetStore().GetByKey(key("a"))
 			if !ok || kept.(*corev1.ConfigMap).ResourceVersion != good.ResourceVersion {
 				t.Fatalf("store holds %v for a, want the last good version %s", kept, good.ResourceVersion)

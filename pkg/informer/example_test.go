@@ -2,6 +2,7 @@ package informer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -55,6 +56,47 @@ func ExampleNewSharedIndexInformer() {
 	// stored: [default/a default/b default/c]
 	// in namespace default: 3
 	// handler saw 3 adds
+}
+
+// A transform that fails on a listed object does not keep the informer from
+// syncing: the object is left out of the store, and the watch error handler
+// (and SyncStatus) is told which one and why.
+func ExampleDroppedObjectsError() {
+	server := fake.NewServer(&corev1.ConfigMapList{})
+	defer server.Close()
+	for _, name := range []string{"good", "bad"} {
+		_, _ = server.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}})
+	}
+
+	inf := informer.NewSharedIndexInformerWithOptions(server.ListerWatcher(), &corev1.ConfigMap{},
+		toolscache.SharedIndexInformerOptions{}, informer.WithMetrics(nil))
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if obj.(*corev1.ConfigMap).Name == "bad" {
+			return nil, errors.New("cannot trim it")
+		}
+		return obj, nil
+	})
+	reported := make(chan *informer.DroppedObjectsError, 1)
+	_ = inf.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
+		if dropped := (*informer.DroppedObjectsError)(nil); errors.As(err, &dropped) {
+			reported <- dropped
+		}
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	dropped := <-reported
+	fmt.Println("synced:", inf.HasSynced(), "stored:", inf.GetStore().ListKeys())
+	fmt.Println("left out:", dropped.Count, dropped.First, "-", dropped.Err)
+	fmt.Println("status:", inf.SyncStatus().Dropped == dropped)
+
+	cancel()
+	<-done
+	// Output:
+	// synced: true stored: [default/good]
+	// left out: 1 default/bad - transforming: cannot trim it
+	// status: true
 }
 
 // Options that come from configuration can be checked before an informer is

@@ -127,6 +127,7 @@ func (o modelObject) String() string {
 type writerModel struct {
 	live       map[string]modelObject
 	buffer     map[string]modelObject // nil when no restart is open
+	dropped    int                    // objects the open restart dropped
 	lastRV     string
 	synced     bool
 	reuse      bool
@@ -215,7 +216,7 @@ func (z *writerFuzz) run() {
 	// A watcher's first event is always the initial RestartStart; the input
 	// decides the rest.
 	z.mustHandle(-1, listerwatcher.Event{Type: listerwatcher.RestartStart, Reason: listerwatcher.Initial})
-	z.model.buffer = map[string]modelObject{}
+	z.model.buffer, z.model.dropped = map[string]modelObject{}, 0
 	for i := 0; i < maxWriterOps && len(z.data) > 0; i++ {
 		z.step(i)
 		z.checkStore(i)
@@ -260,7 +261,7 @@ func (z *writerFuzz) step(i int) {
 			listerwatcher.ExpiredContinue, listerwatcher.Error, listerwatcher.StreamingFallback, listerwatcher.ConsumerError}
 		reason := reasons[int(z.next())%len(reasons)]
 		z.mustHandle(i, listerwatcher.Event{Type: listerwatcher.RestartStart, Reason: reason})
-		m.buffer = map[string]modelObject{}
+		m.buffer, m.dropped = map[string]modelObject{}, 0
 	case opPage, opDuplicatePage:
 		var objs []runtime.Object
 		if op == opPage {
@@ -292,6 +293,11 @@ func (z *writerFuzz) step(i int) {
 		}
 		m.live, m.buffer, m.synced = m.buffer, nil, true
 		m.setRV(rv)
+		if m.dropped > 0 {
+			// The DroppedObjectsError, through client-go's default watch
+			// error handler.
+			m.logsWanted["Failed to watch"]++
+		}
 	case opAdded, opModified:
 		obj := z.object()
 		typ := listerwatcher.Added
@@ -308,8 +314,10 @@ func (z *writerFuzz) step(i int) {
 	case opDeleted:
 		obj := z.object()
 		z.mustHandle(i, listerwatcher.Event{Type: listerwatcher.Deleted, Object: obj, ResourceVersion: obj.ResourceVersion})
-		if m.transformFails(obj.Name) {
-			m.logsWanted["Dropping delete event's object, deleting by key"]++
+		if _, stored := m.live[objKey(obj)]; m.transformFails(obj.Name) && stored {
+			m.logsWanted["Transform failed on a delete event: deleting the stored object, handlers get it as DeletedFinalStateUnknown"]++
+		} else if m.transformFails(obj.Name) {
+			m.logsWanted["Transform failed on a delete event of an object not stored: dropping the event"]++
 		}
 		delete(m.live, objKey(obj))
 		m.setRV(obj.ResourceVersion)
@@ -349,6 +357,7 @@ func (m *writerModel) addToRestart(cm *corev1.ConfigMap) {
 	}
 	if m.transformFails(cm.Name) {
 		m.logsWanted["Dropping listed object"]++
+		m.dropped++
 		return
 	}
 	m.buffer[key] = m.stored(cm)

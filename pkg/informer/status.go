@@ -26,6 +26,9 @@ type SyncStatus struct {
 	Failures int
 	// Reason explains LastError in a few words, e.g. "forbidden by RBAC".
 	Reason string
+	// Dropped says which objects the last complete list was stored without
+	// (the transform failed on them, or they had no key); nil if none.
+	Dropped *DroppedObjectsError
 	// At is when the status was taken. Like every time above, it is read
 	// from the informer's clock (WithClock); String measures durations up
 	// to it, or up to now if it is zero.
@@ -40,6 +43,8 @@ func (st SyncStatus) String() string {
 	}
 	since := func(t time.Time) time.Duration { return now.Sub(t).Round(time.Second) }
 	switch {
+	case st.Synced && st.Dropped != nil:
+		return "synced, but " + st.Dropped.Error()
 	case st.Synced:
 		return "synced"
 	case !st.Running:
@@ -100,9 +105,19 @@ func (d *syncDiagnostics) failed(err error, reason string) {
 	d.st.Reason = reason
 }
 
-// listed forgets the errors a complete list has overcome.
+// listed forgets the errors a complete list has overcome, and the objects
+// an earlier list was stored without.
 func (d *syncDiagnostics) listed() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.st.LastError, d.st.LastErrorTime, d.st.Failures, d.st.Reason = nil, time.Time{}, 0, ""
+	d.st.Dropped = nil
+}
+
+// droppedObjects records the objects the complete list just stored was
+// stored without.
+func (d *syncDiagnostics) droppedObjects(err *DroppedObjectsError) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.st.Dropped = err
 }

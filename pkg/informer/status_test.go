@@ -109,8 +109,11 @@ func TestSyncStatusTimesComeFromTheClock(t *testing.T) {
 		t.Fatalf("status %+v, want Since, LastErrorTime and At at the fake clock's %v", st, t0)
 	}
 
-	// The watcher backs off on the same clock: each step lets it retry.
-	eventually(t, "the backoff timer", clk.HasWaiters)
+	// The watcher backs off on the same clock: each step lets it retry. The
+	// watchdog's ticker waits on it all along, so the backoff's timer is the
+	// second waiter: a step taken before it is set would be lost.
+	backoffWaiting := func() bool { return clk.Waiters() >= 2 }
+	eventually(t, "the backoff timer", backoffWaiting)
 	clk.Step(10 * time.Second)
 	eventually(t, "the second failure", failures(2))
 	st = inf.SyncStatus()
@@ -121,12 +124,12 @@ func TestSyncStatusTimesComeFromTheClock(t *testing.T) {
 		t.Fatalf("status string %q, want durations measured on the fake clock", got)
 	}
 
-	eventually(t, "the backoff timer", clk.HasWaiters)
+	eventually(t, "the backoff timer", backoffWaiting)
 	clk.Step(10 * time.Second) // the watchdog's first tick, at 20s
 	eventually(t, "the watchdog's log line", func() bool { return buf.contains(`"not synced after 20s`) })
 
 	forbid.Store(false)
-	eventually(t, "the backoff timer", clk.HasWaiters)
+	eventually(t, "the backoff timer", backoffWaiting)
 	clk.Step(10 * time.Second)
 	waitSynced(t, inf)
 	eventually(t, "the synced log line", func() bool { return buf.contains(`"Informer synced"`) && buf.contains(`"after"="30s"`) })

@@ -39,7 +39,11 @@ type storeWriter struct {
 	commit func(rv string, listed bool)
 	// synced is closed once the first complete list is stored and its
 	// notifications are queued.
-	synced      chan<- struct{}
+	synced chan<- struct{}
+	// reportDropped tells of a complete list stored without some of its
+	// objects, once it is stored.
+	reportDropped func(context.Context, *DroppedObjectsError)
+
 	clock       clock.PassiveClock
 	logger      klog.Logger
 	description string // of the objects, for logs
@@ -58,6 +62,9 @@ type restartStats struct {
 	strategy                listerwatcher.Strategy
 	started                 time.Time
 	pages, objects, dropped int
+	// firstDropped names the first object dropped and firstDropErr says why.
+	firstDropped string
+	firstDropErr error
 }
 
 // newStoreWriter builds the consumer that Run hands the watcher; transform
@@ -72,10 +79,11 @@ func (s *SharedIndexInformer) newStoreWriter(logger klog.Logger, transform tools
 		transform:   s.cfg.storeTransform(checkedTransform(transform)),
 		changeMu:    &s.changeMu,
 		commit:      s.commit,
-		synced:      s.synced,
-		clock:       s.cfg.clock,
-		logger:      logger,
-		description: s.objectDescription,
+		synced:        s.synced,
+		reportDropped: s.reportDropped,
+		clock:         s.cfg.clock,
+		logger:        logger,
+		description:   s.objectDescription,
 	}
 }
 
@@ -91,7 +99,7 @@ func (w *storeWriter) handle(ctx context.Context, ev listerwatcher.Event) error 
 	case listerwatcher.RestartPage:
 		w.addPage(ctx, ev.Objects)
 	case listerwatcher.RestartDone:
-		return w.finishReplace(ev.ResourceVersion)
+		return w.finishReplace(ctx, ev.ResourceVersion)
 	case listerwatcher.Added, listerwatcher.Modified:
 		w.upsert(ctx, ev.Object)
 		w.applied(ev)
@@ -125,7 +133,11 @@ func (w *storeWriter) addPage(ctx context.Context, objs []runtime.Object) {
 	for i, obj := range objs {
 		if _, _, err := w.indexer.AddToReplace(obj, w.transform); err != nil {
 			dropped++
-			utilruntime.HandleErrorWithContext(ctx, err, "Dropping listed object", "type", w.description)
+			name := objectName(obj)
+			if w.restart.dropped+dropped == 1 {
+				w.restart.firstDropped, w.restart.firstDropErr = name, err
+			}
+			utilruntime.HandleErrorWithContext(ctx, err, "Dropping listed object", "type", w.description, "object", name)
 		}
 		// Let go of the decoded copy now: relist reuse or the transform may
 		// have left it unreferenced, and the rest of the page need not pin it.
@@ -136,7 +148,7 @@ func (w *storeWriter) addPage(ctx context.Context, objs []runtime.Object) {
 	w.metrics.restartPage(w.restart.strategy, w.restart.objects, dropped)
 }
 
-func (w *storeWriter) finishReplace(rv string) error {
+func (w *storeWriter) finishReplace(ctx context.Context, rv string) error {
 	first := !w.listed
 	w.changeMu.Lock()
 	diff, err := w.indexer.FinishReplace(rv)
@@ -169,6 +181,15 @@ func (w *storeWriter) finishReplace(rv string) error {
 		"strategy", w.restart.strategy, "resourceVersion", rv, "objects", len(diff.Changes),
 		"pages", w.restart.pages, "reuseRatio", fmt.Sprintf("%.2f", reuse), "dropped", w.restart.dropped,
 		"deleted", len(diff.Deleted), "duration", d)
+	if w.restart.dropped > 0 {
+		w.reportDropped(ctx, &DroppedObjectsError{
+			Type:            w.description,
+			ResourceVersion: rv,
+			Count:           w.restart.dropped,
+			First:           w.restart.firstDropped,
+			Err:             w.restart.firstDropErr,
+		})
+	}
 	return nil
 }
 
@@ -225,8 +246,8 @@ func (w *storeWriter) notified(stored, old any, existed bool) (newObj, oldObj an
 func (w *storeWriter) remove(ctx context.Context, obj runtime.Object) {
 	deleted, err := w.transformed(obj)
 	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Dropping delete event's object, deleting by key", "type", w.description)
-		deleted = obj
+		w.removeUntransformed(ctx, obj, err)
+		return
 	}
 	w.changeMu.Lock()
 	defer w.changeMu.Unlock()
@@ -240,6 +261,37 @@ func (w *storeWriter) remove(ctx context.Context, obj runtime.Object) {
 	}
 	// Like client-go, handlers hear of every delete event, stored or not.
 	w.processor.distribute(notification{kind: notifyDelete, oldObj: deleted}, false)
+}
+
+// removeUntransformed applies a delete event whose object the transform
+// failed on (transformErr). Handlers must only ever see transformed objects,
+// and the object is gone from the server: client-go drops the event and
+// keeps the object until its next relist; here it leaves the store at once
+// and handlers get OnDelete(DeletedFinalStateUnknown) carrying its last
+// stored, transformed state, as a relist that found it gone would give them.
+// A delete of a key that is not stored is dropped: there is nothing to tell.
+func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Object, transformErr error) {
+	w.metrics.dropped(1)
+	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description)
+		return
+	}
+	w.changeMu.Lock()
+	old, existed, err := w.indexer.Remove(obj)
+	if err == nil && existed {
+		w.metrics.storeChanged(-1)
+		w.processor.distribute(notification{kind: notifyDelete, oldObj: toolscache.DeletedFinalStateUnknown{Key: key, Obj: old}}, false)
+	}
+	w.changeMu.Unlock()
+	switch {
+	case err != nil:
+		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description, "object", key)
+	case existed:
+		utilruntime.HandleErrorWithContext(ctx, transformErr, "Transform failed on a delete event: deleting the stored object, handlers get it as DeletedFinalStateUnknown", "type", w.description, "object", key)
+	default:
+		utilruntime.HandleErrorWithContext(ctx, transformErr, "Transform failed on a delete event of an object not stored: dropping the event", "type", w.description, "object", key)
+	}
 }
 
 func (w *storeWriter) transformed(obj runtime.Object) (any, error) {

@@ -62,6 +62,13 @@ func (s *SharedIndexInformer) onWatchError(ctx context.Context, err error) {
 	if failure.Op == listerwatcher.OpList {
 		err = fmt.Errorf("failed to list %v: %w", s.reflector.TypeDescription(), err)
 	}
+	s.callWatchErrorHandler(ctx, err)
+}
+
+// callWatchErrorHandler hands err to the watch error handler (client-go's
+// default one unless the user set another) with the reflector at the
+// informer's resourceVersion.
+func (s *SharedIndexInformer) callWatchErrorHandler(ctx context.Context, err error) {
 	s.startedMu.Lock()
 	handler := s.watchErrorHandler
 	s.startedMu.Unlock()
