@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -85,6 +86,8 @@ type SharedIndexInformer struct {
 	metrics           *metricsBridge // safe for concurrent use
 	diag              *syncDiagnostics
 	mutationDetector  toolscache.MutationDetector
+	// list is the ListerWatcher's list, for the consistency check.
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	// reflector is what watch error handlers receive: client-go's
 	// WatchErrorHandlers take a *Reflector, and handlers read its name, type
 	// and resourceVersion. It never reaches the API server.
@@ -162,6 +165,7 @@ func NewSharedIndexInformerWithOptions(lw toolscache.ListerWatcher, exampleObjec
 		metrics:                         newMetricsBridge(cfg.metrics.Informer(gvr), newClientGoMetrics(options.Identifier, options.InformerMetricsProvider), cfg.clock),
 		diag:                            &syncDiagnostics{clock: cfg.clock},
 		mutationDetector:                cfg.mutationDetector(fmt.Sprintf("%T", exampleObject)),
+		list:                            toolscache.ToListerWatcherWithContext(lw).ListWithContext,
 		synced:                          make(chan struct{}),
 		resyncCheckPeriod:               options.ResyncPeriod,
 		defaultEventHandlerResyncPeriod: options.ResyncPeriod,

@@ -43,6 +43,8 @@ type storeWriter struct {
 	// reportDropped tells of a complete list stored without some of its
 	// objects, once it is stored.
 	reportDropped func(context.Context, *DroppedObjectsError)
+	// consistency checks streamed lists when client-go's detector is on.
+	consistency consistencyCheck
 
 	clock       clock.PassiveClock
 	logger      klog.Logger
@@ -70,17 +72,19 @@ type restartStats struct {
 // newStoreWriter builds the consumer that Run hands the watcher; transform
 // is the user's, as SetTransform left it.
 func (s *SharedIndexInformer) newStoreWriter(logger klog.Logger, transform toolscache.TransformFunc) *storeWriter {
+	storeTransform := s.cfg.storeTransform(checkedTransform(transform))
 	return &storeWriter{
-		indexer:     s.indexer,
-		processor:   s.processor,
-		metrics:     s.metrics,
-		mutations:   s.mutationDetector,
-		encoded:     s.cfg.encoded,
-		transform:   s.cfg.storeTransform(checkedTransform(transform)),
-		changeMu:    &s.changeMu,
-		commit:      s.commit,
+		indexer:       s.indexer,
+		processor:     s.processor,
+		metrics:       s.metrics,
+		mutations:     s.mutationDetector,
+		encoded:       s.cfg.encoded,
+		transform:     storeTransform,
+		changeMu:      &s.changeMu,
+		commit:        s.commit,
 		synced:        s.synced,
 		reportDropped: s.reportDropped,
+		consistency:   consistencyCheck{name: s.reflector.Name(), list: s.list, transform: storeTransform},
 		clock:         s.cfg.clock,
 		logger:        logger,
 		description:   s.objectDescription,
@@ -155,6 +159,12 @@ func (w *storeWriter) finishReplace(ctx context.Context, rv string) error {
 	if err != nil {
 		w.changeMu.Unlock()
 		return fmt.Errorf("finishing restart at resourceVersion %q: %w", rv, err)
+	}
+	if w.restart.strategy == listerwatcher.StreamingList {
+		// Before anything describes the new store, as client-go checks
+		// before its Replace. It holds changeMu across a LIST: a cost
+		// only paid in CI, where the detector is on.
+		w.consistency.streamed(ctx, rv, w.indexer.List)
 	}
 	// Everything that describes the new store is recorded before handlers
 	// hear of it, so that what they see is never ahead of it.
