@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -102,5 +103,29 @@ func TestDifferentialConsistencyDetectorPanics(t *testing.T) {
 				t.Fatalf("the child running %s's informer exited with %v, want a panic naming the inconsistency; output:\n%s", which, err, out)
 			}
 		})
+	}
+}
+
+// An encoded store holds the streamed list as encoded bytes; what it
+// decodes must still agree with the check's LIST. (Creation times are whole
+// seconds, as an API server sends them: the fake's own carry nanoseconds,
+// which protobuf does not keep.)
+func TestConsistencyDetectorWithEncodedStore(t *testing.T) {
+	defer consistencydetector.SetDataConsistencyDetectionForWatchListEnabledForTest(true)()
+	s := fake.NewServer(&corev1.ConfigMapList{})
+	t.Cleanup(s.Close)
+	for i := range 3 {
+		cm := configMap(fmt.Sprintf("cm-%d", i), "i", fmt.Sprint(i))
+		cm.CreationTimestamp = metav1.NewTime(time.Unix(1_700_000_000+int64(i), 0))
+		mustCreate(t, s, cm)
+	}
+	inf := newInformer(s, 0, WithStrategy(StreamingList), WithEncodedStore())
+	if err := inf.SetTransform(poisonTransform); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf)
+	if n := exactLists(s); n != 1 {
+		t.Fatalf("%d exact-resourceVersion LISTs, want the check's one", n)
 	}
 }

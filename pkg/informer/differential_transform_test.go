@@ -68,8 +68,13 @@ func callsFor(calls []call, k string) []call {
 // sees an object that did not go through the transform, and a delete of an
 // object never stored reaches neither.
 func TestDifferentialTransformFailsOnDelete(t *testing.T) {
+	t.Run("plain store", func(t *testing.T) { testTransformFailsOnDelete(t) })
+	t.Run("encoded store", func(t *testing.T) { testTransformFailsOnDelete(t, WithEncodedStore()) })
+}
+
+func testTransformFailsOnDelete(t *testing.T, opts ...Option) {
 	s := newServer(t, 3)
-	ours := newInformer(s, 0)
+	ours := newInformer(s, 0, opts...)
 	theirs := newClientGoInformer(s)
 	ourRec, theirRec := newRecorder(), newRecorder()
 	for _, inf := range []toolscache.SharedIndexInformer{ours, theirs} {

@@ -289,14 +289,21 @@ func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Objec
 	}
 	w.changeMu.Lock()
 	old, existed, err := w.indexer.Remove(obj)
+	var decodeErr error
 	if err == nil && existed {
 		w.metrics.storeChanged(-1)
-		w.processor.distribute(notification{kind: notifyDelete, oldObj: toolscache.DeletedFinalStateUnknown{Key: key, Obj: old}}, false)
+		// An encoded store hands back its entry: handlers get objects.
+		if old, decodeErr = w.indexer.Decode(old); decodeErr == nil {
+			w.processor.distribute(notification{kind: notifyDelete, oldObj: toolscache.DeletedFinalStateUnknown{Key: key, Obj: old}}, false)
+		}
 	}
 	w.changeMu.Unlock()
 	switch {
 	case err != nil:
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description, "object", key)
+	case decodeErr != nil:
+		// Only a broken codec fails; the object has left the store.
+		utilruntime.HandleErrorWithContext(ctx, decodeErr, "Dropping a notification", "type", w.description, "object", key)
 	case existed:
 		utilruntime.HandleErrorWithContext(ctx, transformErr, "Transform failed on a delete event: deleting the stored object, handlers get it as DeletedFinalStateUnknown", "type", w.description, "object", key)
 	default:
