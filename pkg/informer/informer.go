@@ -57,24 +57,38 @@ var _ toolscache.SharedIndexInformer = (*SharedIndexInformer)(nil)
 //     OnAdd(obj, true) for every object stored at that moment, then every
 //     later change exactly once. A registration's HasSynced turns true once
 //     the informer has synced and the handler has returned from the OnAdd
-//     calls of its initial list.
+//     calls of its initial list, even if one of them panicked (with
+//     utilruntime.ReallyCrash off; client-go's registration then never
+//     syncs).
 //   - Resync. With a resync period, every handler due for a resync gets
 //     OnUpdate(obj, obj) for every stored object. Resyncs wait for the first
 //     complete list and never run during a relist; per-handler periods are
 //     clamped as client-go clamps them.
+//   - Transformed objects only. Every object a handler gets went through the
+//     transform (SetTransform). An object it fails on is left out: a listed
+//     one is not stored (the list is, and the informer syncs; client-go's
+//     LIST mode refuses the whole list), and the watch error handler and
+//     SyncStatus get a DroppedObjectsError naming it; a watch update is
+//     dropped and the last good object stays stored, as in client-go; a
+//     delete removes the stored object all the same and handlers get
+//     OnDelete(cache.DeletedFinalStateUnknown) carrying its last stored
+//     state, where client-go keeps the object until its next relist.
 //   - Errors. What client-go's reflector hands its watch error handler goes
-//     to the watch error handler (SetWatchErrorHandler), with a
-//     *cache.Reflector that describes the informer but never runs: failed
-//     lists and the failed watch opens it does not retry by itself. A
-//     refused or throttled watch open, a 410 answered by a relist from "" and
-//     a watch that ends with an error are only logged, at client-go's levels
-//     (pkg/listerwatcher's fault table, row by row). Every failure is
-//     retried, and SyncStatus says why the informer has not synced.
+//     to the watch error handler (SetWatchErrorHandler): failed lists and
+//     the failed watch opens it does not retry by itself. A refused or
+//     throttled watch open, a 410 answered by a relist from "" and a watch
+//     that ends with an error are only logged, at client-go's levels
+//     (pkg/listerwatcher's fault table, row by row). The handler gets a
+//     *cache.Reflector whose Name, TypeDescription and
+//     LastSyncResourceVersion are the informer's and which never reaches the
+//     API server. Every failure is retried, and SyncStatus says why the
+//     informer has not synced.
 //
 // The differences from client-go's informer that are deliberate (relist
 // reuse, the fallback from streaming lists, paginated consistent lists,
-// metrics and sync diagnostics) are listed under "Compatibility with
-// client-go" in pkg/informer/README.md.
+// the transform and panic cases above, what client-go's queued-items
+// metric counts, metrics and sync diagnostics) are listed under
+// "Compatibility with client-go" in pkg/informer/README.md.
 type SharedIndexInformer struct {
 	// Set at construction, never changed.
 	objectType        runtime.Object
@@ -334,7 +348,8 @@ func (c controller) LastSyncResourceVersion() string {
 
 // SetTransform sets the function applied to every object before it is
 // stored (nil for none); it returns an error once the informer has started.
-// An object the transform fails on is dropped with a logged error.
+// An object the transform fails on (or returns nil for) is left out with a
+// log line naming it: see "Transformed objects only" on SharedIndexInformer.
 func (s *SharedIndexInformer) SetTransform(handler toolscache.TransformFunc) error {
 	s.startedMu.Lock()
 	defer s.startedMu.Unlock()
