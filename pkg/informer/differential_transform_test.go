@@ -220,16 +220,39 @@ func TestDifferentialTransformFailsOnListedObject(t *testing.T) {
 				if got := storeState(theirs.GetStore()); !equalStates(got, storeState(ours.GetStore())) {
 					t.Fatalf("client-go's streaming store holds %v, ours %v: both should drop cm-0001", got, storeState(ours.GetStore()))
 				}
-				return
+			} else {
+				// client-go retries the list and fails it every time: two
+				// reports prove it retried, and it has not synced.
+				eventually(t, "client-go's watch error handler, twice", func() bool { return len(theirErrs.get()) >= 2 })
+				if theirs.HasSynced() {
+					t.Fatal("client-go's informer synced a list its transform refused")
+				}
+				if err := theirErrs.get()[0]; !strings.Contains(err.Error(), "poisoned") {
+					t.Fatalf("client-go's watch error handler got %v, want the transform's error", err)
+				}
 			}
-			// client-go retries the list and fails it every time: two
-			// reports prove it retried, and it has not synced.
-			eventually(t, "client-go's watch error handler, twice", func() bool { return len(theirErrs.get()) >= 2 })
-			if theirs.HasSynced() {
-				t.Fatal("client-go's informer synced a list its transform refused")
+
+			// Once the object is repaired, the next complete list has it:
+			// both informers hold the server's objects (client-go's LIST
+			// mode syncs at its next retry), and ours no longer reports the
+			// drop.
+			forceRelist(t, s, func() { mustUpdate(t, s, configMap("cm-0001", "state", "repaired")) })
+			want := serverState(t, s)
+			for name, inf := range map[string]toolscache.SharedIndexInformer{"ours": ours, "client-go": theirs} {
+				eventually(t, name+" store to hold the repaired object", func() bool { return equalStates(want, storeState(inf.GetStore())) })
 			}
-			if err := theirErrs.get()[0]; !strings.Contains(err.Error(), "poisoned") {
-				t.Fatalf("client-go's watch error handler got %v, want the transform's error", err)
+			waitSynced(t, theirs)
+			if st := ours.SyncStatus(); st.Dropped != nil || st.String() != "synced" {
+				t.Fatalf("SyncStatus %q (Dropped %v) after a complete list, want plain synced", st, st.Dropped)
+			}
+			reports := 0
+			for _, err := range ourErrs.get() {
+				if errors.As(err, &dropped) {
+					reports++
+				}
+			}
+			if reports != 1 {
+				t.Fatalf("our watch error handler got %d DroppedObjectsErrors, want only the first list's", reports)
 			}
 		})
 	}
