@@ -9,7 +9,9 @@
 //
 //   - LIST pages with limit and opaque continue tokens read a consistent
 //     snapshot at the first page's resourceVersion; a page costs O(page), so
-//     100,000 objects stay fast. resourceVersion="0" ignores the limit (the
+//     100,000 objects stay fast. A page that others follow says how many
+//     objects remain (remainingItemCount), except when the request has a
+//     label or field selector. resourceVersion="0" ignores the limit (the
 //     watch cache does), an unknown future resourceVersion answers "Too large
 //     resource version", and a resourceVersionMatch or resourceVersion sent
 //     together with continue is rejected.

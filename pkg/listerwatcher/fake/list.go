@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,16 +27,20 @@ const (
 var listGK = schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}
 
 // list serves a LIST: a page of at most opts.Limit objects of a consistent
-// snapshot, in key order.
+// snapshot, in key order. A page followed by others says how many remain
+// (remainingItemCount), as the API server does for lists without selectors.
 func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	if err := s.admit(ctx, "list", opts); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap, after, limit, err := s.listStart(opts)
+	snap, after, remaining, limit, err := s.listStart(opts)
 	if err != nil {
 		return nil, err
+	}
+	if remaining < 0 {
+		remaining = s.visibleCount(snap)
 	}
 	keys := s.sortedKeys()
 	i := sort.SearchStrings(keys, after)
@@ -50,7 +55,7 @@ func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Obj
 			continue
 		}
 		if limit > 0 && int64(len(found)) == limit {
-			next = encodeContinue(snap, keys[i-1])
+			next = encodeContinue(snap, remaining-limit, keys[i-1])
 			break
 		}
 		found = append(found, v)
@@ -62,52 +67,74 @@ func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Obj
 	lm, _ := meta.ListAccessor(list)
 	lm.SetResourceVersion(formatRV(snap))
 	lm.SetContinue(next)
+	if next != "" && opts.LabelSelector == "" && opts.FieldSelector == "" {
+		// The API server cannot count what selectors would filter, so it
+		// leaves the count out for them.
+		lm.SetRemainingItemCount(new(remaining - limit))
+	}
 	return list, nil
 }
 
+// visibleCount counts the objects a read at snap sees: O(1) at the newest
+// resourceVersion, a scan of every key at an older one.
+func (s *Server) visibleCount(snap uint64) int64 {
+	if snap == s.rv {
+		return int64(s.live)
+	}
+	var n int64
+	for _, v := range s.heads {
+		if visibleAt(v, snap) != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // listStart validates opts as the API server does and returns the snapshot
-// to read, the key to start after and the page limit (0: no limit).
-func (s *Server) listStart(opts metav1.ListOptions) (snap uint64, after string, limit int64, err error) {
+// to read, the key to start after, how many objects of the snapshot follow
+// that key (-1 for a first page: count them) and the page limit (0: no
+// limit).
+func (s *Server) listStart(opts metav1.ListOptions) (snap uint64, after string, remaining, limit int64, err error) {
 	if errs := validateList(opts); len(errs) > 0 {
-		return 0, "", 0, apierrors.NewInvalid(listGK, "", errs)
+		return 0, "", 0, 0, apierrors.NewInvalid(listGK, "", errs)
 	}
 	limit = opts.Limit
 	if opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			return 0, "", 0, apierrors.NewBadRequest(rvWithContinue)
+			return 0, "", 0, 0, apierrors.NewBadRequest(rvWithContinue)
 		}
-		snap, after, err = decodeContinue(opts.Continue)
+		snap, remaining, after, err = decodeContinue(opts.Continue)
 		if err != nil {
-			return 0, "", 0, err
+			return 0, "", 0, 0, err
 		}
 		if snap < s.compacted {
-			return 0, "", 0, apierrors.NewResourceExpired(continueExpired)
+			return 0, "", 0, 0, apierrors.NewResourceExpired(continueExpired)
 		}
-		return snap, after, limit, nil
+		return snap, after, remaining, limit, nil
 	}
 	switch opts.ResourceVersion {
 	case "":
-		return s.rv, "", limit, nil
+		return s.rv, "", -1, limit, nil
 	case "0":
 		// Served from the watch cache, which ignores the limit.
-		return s.rv, "", 0, nil
+		return s.rv, "", -1, 0, nil
 	}
 	rv, err := parseRV(opts.ResourceVersion)
 	if err != nil {
-		return 0, "", 0, err
+		return 0, "", 0, 0, err
 	}
 	if rv > s.rv {
-		return 0, "", 0, TooLargeResourceVersion(rv, s.rv)
+		return 0, "", 0, 0, TooLargeResourceVersion(rv, s.rv)
 	}
 	exact := opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
 		(opts.ResourceVersionMatch == "" && limit > 0)
 	if !exact {
-		return s.rv, "", limit, nil
+		return s.rv, "", -1, limit, nil
 	}
 	if rv < s.compacted {
-		return 0, "", 0, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))
+		return 0, "", 0, 0, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))
 	}
-	return rv, "", limit, nil
+	return rv, "", -1, limit, nil
 }
 
 // validateList applies the API server's validation of LIST options.
@@ -159,21 +186,29 @@ func (s *Server) newList(found []*version) (runtime.Object, error) {
 	return list, nil
 }
 
-// A continue token names the snapshot and the last key served. Real tokens
-// are opaque too; callers must not parse them.
-func encodeContinue(snap uint64, lastKey string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(formatRV(snap) + "/" + lastKey))
+// A continue token names the snapshot, how many of its objects remain and
+// the last key served. Real tokens are opaque too; callers must not parse
+// them.
+func encodeContinue(snap uint64, remaining int64, lastKey string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(formatRV(snap) + "/" + strconv.FormatInt(remaining, 10) + "/" + lastKey))
 }
 
-func decodeContinue(token string) (uint64, string, error) {
+func decodeContinue(token string) (snap uint64, remaining int64, lastKey string, err error) {
+	invalid := apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %q", token))
 	raw, err := base64.RawURLEncoding.DecodeString(token)
-	rv, key, ok := strings.Cut(string(raw), "/")
-	if err != nil || !ok {
-		return 0, "", apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %q", token))
-	}
-	snap, err := parseRV(rv)
 	if err != nil {
-		return 0, "", apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %q", token))
+		return 0, 0, "", invalid
 	}
-	return snap, key, nil
+	rv, rest, ok := strings.Cut(string(raw), "/")
+	count, key, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 {
+		return 0, 0, "", invalid
+	}
+	if snap, err = parseRV(rv); err != nil {
+		return 0, 0, "", invalid
+	}
+	if remaining, err = strconv.ParseInt(count, 10, 64); err != nil || remaining < 0 {
+		return 0, 0, "", invalid
+	}
+	return snap, remaining, key, nil
 }

@@ -146,6 +146,41 @@ func TestListPagesInKeyOrder(t *testing.T) {
 	}
 }
 
+func TestListSaysHowManyObjectsRemain(t *testing.T) {
+	s := newServer(t, "a", "b", "c", "d", "e")
+	old := s.ResourceVersion()
+	if _, err := s.Delete("ns", "e"); err != nil {
+		t.Fatal(err)
+	}
+	remaining := func(l *corev1.ConfigMapList) any {
+		if l.RemainingItemCount == nil {
+			return nil
+		}
+		return *l.RemainingItemCount
+	}
+	var got []any
+	for opts := (metav1.ListOptions{Limit: 2}); ; {
+		l := list(t, s, opts)
+		got = append(got, remaining(l))
+		if l.Continue == "" {
+			break
+		}
+		opts = metav1.ListOptions{Limit: 2, Continue: l.Continue}
+	}
+	if want := []any{int64(2), nil}; !reflect.DeepEqual(got, want) {
+		t.Errorf("remainingItemCount of the pages of 4 objects by 2: %v, want %v (none on the last page)", got, want)
+	}
+	// The count is the snapshot's: the deleted object is still there at old.
+	if l := list(t, s, metav1.ListOptions{ResourceVersion: old, ResourceVersionMatch: metav1.ResourceVersionMatchExact, Limit: 1}); remaining(l) != int64(4) {
+		t.Errorf("remainingItemCount of a page of 1 at resourceVersion %s: %v, want 4", old, remaining(l))
+	}
+	for _, opts := range []metav1.ListOptions{{Limit: 1, LabelSelector: "app=x"}, {Limit: 1, FieldSelector: "metadata.name=a"}} {
+		if l := list(t, s, opts); l.RemainingItemCount != nil {
+			t.Errorf("remainingItemCount %d with selectors %+v, want none: the API server cannot count what they filter", *l.RemainingItemCount, opts)
+		}
+	}
+}
+
 func TestListContinueReadsTheFirstPageSnapshot(t *testing.T) {
 	s := newServer(t, "a", "b", "c", "d")
 	first := list(t, s, metav1.ListOptions{Limit: 2})
@@ -200,7 +235,7 @@ func TestListResourceVersionSemantics(t *testing.T) {
 				return apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
 			}},
 		"match with continue":   {metav1.ListOptions{ResourceVersion: "1", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Continue: "x"}, apierrors.IsInvalid},
-		"version with continue": {metav1.ListOptions{ResourceVersion: "5", Continue: encodeContinue(2, "a")}, apierrors.IsBadRequest},
+		"version with continue": {metav1.ListOptions{ResourceVersion: "5", Continue: encodeContinue(2, 1, "a")}, apierrors.IsBadRequest},
 		"match without version": {metav1.ListOptions{ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}, apierrors.IsInvalid},
 		"send initial events":   {metav1.ListOptions{SendInitialEvents: ptr.To(true)}, apierrors.IsInvalid},
 		"bad continue":          {metav1.ListOptions{Continue: "!!"}, apierrors.IsBadRequest},
