@@ -29,10 +29,11 @@ func (m *machine) list(ctx context.Context, p listing) (next listing, after phas
 
 	// list is dead past this call: while the consumer handles the page,
 	// only the items copied out of it are reachable.
-	items, rv, cont, err := extract(list)
+	items, rv, cont, remaining, err := extract(list)
 	if err != nil {
 		return p, m.fail(ctx, p, OpList, unreadable{fmt.Errorf("cannot read the LIST response: %w", err)})
 	}
+	p.pages = m.sizer.observe(p.pages, items, remaining)
 	if !p.announced {
 		p.announced = true
 		if err := m.deliver(ctx, Event{Type: RestartStart, Strategy: ListWatch, Reason: p.reason}); err != nil {
@@ -46,7 +47,7 @@ func (m *machine) list(ctx context.Context, p listing) (next listing, after phas
 	}
 	if cont != "" {
 		// The API server rejects resourceVersion(Match) with continue.
-		p.opts = metav1.ListOptions{Limit: m.pageSize, Continue: cont}
+		p.opts = metav1.ListOptions{Limit: p.pages.limit, Continue: cont}
 		return p, nil
 	}
 	if rv == "" {
@@ -57,6 +58,7 @@ func (m *machine) list(ctx context.Context, p listing) (next listing, after phas
 	if err := m.deliver(ctx, Event{Type: RestartDone, ResourceVersion: rv, Strategy: ListWatch}); err != nil {
 		return p, m.undelivered(ctx, p, err)
 	}
+	m.sizer.done(p.pages)
 	return p, watching{rv: rv}
 }
 
@@ -72,18 +74,19 @@ func (m *machine) request(ctx context.Context, opts metav1.ListOptions) (runtime
 }
 
 // extract returns a LIST response's items, each in its own allocation so that
-// a kept item does not pin the page, with its resourceVersion and continue.
-func extract(list runtime.Object) (items []runtime.Object, rv, next string, err error) {
+// a kept item does not pin the page, with its resourceVersion, continue and
+// remainingItemCount.
+func extract(list runtime.Object) (items []runtime.Object, rv, next string, remaining *int64, err error) {
 	if list == nil {
-		return nil, "", "", errors.New("the ListerWatcher returned no list and no error")
+		return nil, "", "", nil, errors.New("the ListerWatcher returned no list and no error")
 	}
 	lm, err := meta.ListAccessor(list)
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", "", nil, err
 	}
 	items, err = meta.ExtractListWithAlloc(list)
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", "", nil, err
 	}
-	return items, lm.GetResourceVersion(), lm.GetContinue(), nil
+	return items, lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount(), nil
 }

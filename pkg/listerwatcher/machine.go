@@ -22,6 +22,7 @@ type machine struct {
 	// gate allow streaming restarts.
 	canStream bool
 	fallback  fallback
+	sizer     pageSizer        // the limits of paginated LISTs
 	batch     []runtime.Object // the streaming page, reused
 }
 
@@ -62,7 +63,7 @@ func (m *machine) restart(a attempt) phase {
 	if m.streams() {
 		return streaming{a}
 	}
-	return listing{attempt: a, opts: m.firstPage(a.from)}
+	return m.listing(a)
 }
 
 // streams reports whether the next restart streams.
@@ -109,7 +110,7 @@ func (m *machine) after(ph phase, d Decision) phase {
 		if _, ok := ph.(streaming); ok {
 			return streaming{a}
 		}
-		return listing{attempt: a, opts: m.firstPage("")}
+		return m.listing(a)
 	}
 	// RelistFromLast, and FallBackToList, whose fallback makes restart list.
 	return m.restart(attempt{reason: reason, from: relistFrom(ph)})
@@ -193,14 +194,15 @@ func (m *machine) relistRequested() bool {
 	}
 }
 
-// firstPage returns the options of a restart's first LIST page, read at
-// from. Never resourceVersion "0": the watch cache would ignore the limit
-// and answer everything at once.
-func (m *machine) firstPage(from string) metav1.ListOptions {
-	opts := metav1.ListOptions{Limit: m.pageSize}
-	if from != "" {
-		opts.ResourceVersion = from
+// listing returns a paginated restart for a: its first LIST page is read at
+// a.from, with the limit the page sizer starts with. Never resourceVersion
+// "0": the watch cache would ignore the limit and answer everything at once.
+func (m *machine) listing(a attempt) listing {
+	pages := m.sizer.start()
+	opts := metav1.ListOptions{Limit: pages.limit}
+	if a.from != "" {
+		opts.ResourceVersion = a.from
 		opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 	}
-	return opts
+	return listing{attempt: a, opts: opts, pages: pages}
 }

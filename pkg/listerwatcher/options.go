@@ -70,6 +70,7 @@ type Option func(*config)
 type config struct {
 	strategy        Strategy
 	pageSize        int64
+	fixedPageSize   bool // WithPageSize: no adaptive page sizes
 	backoff         Backoff
 	minWatchTimeout time.Duration
 	idleTimeout     time.Duration
@@ -127,10 +128,18 @@ func (c *config) validate() error {
 // WithStrategy sets how restarts get the collection (default Auto).
 func WithStrategy(s Strategy) Option { return func(c *config) { c.strategy = s } }
 
-// WithPageSize sets the LIST page size (default 500) and caps the batches of
-// streamed initial events, which hold at most MaxStreamingBatch objects. 0
-// asks for the whole collection in one LIST response, or one batch.
-func WithPageSize(n int64) Option { return func(c *config) { c.pageSize = n } }
+// WithPageSize makes every LIST page ask for n objects and caps the batches
+// of streamed initial events, which hold at most MaxStreamingBatch objects.
+// 0 asks for the whole collection in one LIST response, or one batch.
+//
+// Without it, pages are sized per restart: the first asks for
+// DefaultPageSize objects; the next ones share what remains so that a
+// restart takes about 8 LISTs, within client-go's default rate-limit burst
+// of 10 requests, each page holding at most 16 MiB of decoded objects and
+// never fewer objects than the first. See the package README.
+func WithPageSize(n int64) Option {
+	return func(c *config) { c.pageSize, c.fixedPageSize = n, true }
+}
 
 // MaxStreamingBatch is the most streamed initial events handed to the
 // consumer in one RestartPage. A batch amortises no request, so it is kept

@@ -35,10 +35,12 @@ func (a attempt) retold(reason RestartReason) RestartReason {
 }
 
 // listing is a restart by paginated LISTs; opts is its next request: the
-// first page, or a continue.
+// first page, or a continue. pages is how far it got, which sizes the next
+// page.
 type listing struct {
 	attempt
-	opts metav1.ListOptions
+	opts  metav1.ListOptions
+	pages pageProgress
 }
 
 // streaming is a restart by one watch with sendInitialEvents=true, which

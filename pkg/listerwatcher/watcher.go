@@ -86,6 +86,7 @@ func (w *Watcher) Run(ctx context.Context, c Consumer) error {
 		c:       c,
 		logger:  klog.FromContext(ctx),
 		backoff: newBackoff(w.backoff, w.clock),
+		sizer:   newPageSizer(w.pageSize, w.fixedPageSize),
 		canStream: !w.streamingUnsupported &&
 			(w.strategy == StreamingList || clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient)),
 	}

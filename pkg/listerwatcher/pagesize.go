@@ -1,0 +1,143 @@
+package listerwatcher
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Every LIST page is one request through the client's rate limiter, which
+// client-go's default rest.Config sets to a burst of 10 requests, then 5 per
+// second. Pages of 500 make a restart of 10,000 objects 20 requests, and the
+// limiter holds the last ten of them back for 2 s, where client-go's
+// informer sends one LIST (resourceVersion "0" or its last resourceVersion,
+// both without a limit, served whole from the watch cache). Larger pages
+// cost memory instead: a page is held, decoded, besides the store.
+//
+// So the pages of a restart are sized to fit the limiter's burst, and the
+// memory bounds them:
+//   - the first page asks for the default page size (500), unless an earlier
+//     restart told how large the collection and its objects are;
+//   - from then on the sizer knows the collection's size, from the API
+//     server's remainingItemCount (sent for lists without selectors) or from
+//     the previous restart, and spreads what remains evenly over
+//     targetListRequests LISTs: the smallest pages that finish within the
+//     burst. Without either, each page doubles the last one;
+//   - no page holds more than maxPageBytes of decoded objects (estimated
+//     from a sample of the last page), and no page is smaller than the
+//     first: never more requests, and never more memory per page, than the
+//     default page size alone would need.
+//
+// Past maxPageBytes a list takes more requests than the burst, each one
+// past it 200 ms at client-go's defaults: there the memory bound wins over
+// the rate limit (the package README has the figures at 1M objects).
+const (
+	// targetListRequests is the LISTs a restart aims for: client-go's
+	// default burst of 10, less the WATCH that follows the list and the
+	// watch that failed with 410 before a relist.
+	targetListRequests = 8
+	// maxPageBytes bounds the decoded objects of one page: 16 MiB is
+	// under 2% of a store of a million small objects (about 1 KiB each).
+	maxPageBytes = 16 << 20
+	// sampledObjects is how many objects of each page the size estimate
+	// walks, spread over the page.
+	sampledObjects = 16
+)
+
+// pageSizer is the page-size policy of a Run: it decides the limit of each
+// LIST of a paginated restart from the listing's progress (pageProgress,
+// carried by the listing phase) and from what earlier pages and listings
+// taught it: the decoded size of an object and the size of the collection.
+// Its methods are called from the run's goroutine only.
+type pageSizer struct {
+	// fixed: WithPageSize was given; every page asks for first.
+	fixed bool
+	// first is the limit of a restart's first page without knowledge of
+	// the collection, and the smallest limit.
+	first int64
+
+	// Learned across restarts.
+	objectBytes int64 // estimated decoded bytes per object; 0 before any page
+	previous    int64 // objects of the last complete listing; -1 before one
+}
+
+// pageProgress is how far one listing got: the listing phase carries it
+// from page to page, and a new attempt starts a new one.
+type pageProgress struct {
+	expected int64 // objects in the collection; -1 unknown
+	listed   int64 // objects received so far
+	lists    int   // LIST responses so far
+	limit    int64 // the limit of the last LIST sent
+}
+
+func newPageSizer(pageSize int64, fixed bool) pageSizer {
+	return pageSizer{fixed: fixed, first: pageSize, previous: -1}
+}
+
+// start begins a listing and returns its progress, whose limit is the first
+// page's.
+func (s *pageSizer) start() pageProgress {
+	p := pageProgress{expected: s.previous, limit: s.first}
+	if !s.fixed && p.expected > 0 && s.objectBytes > 0 {
+		p.limit = s.plan(p)
+	}
+	return p
+}
+
+// observe takes in a LIST response of the listing p: its items (sampled
+// before the consumer may clear them) and its remainingItemCount, nil when
+// the server sent none. It returns the progress with the next page's limit.
+func (s *pageSizer) observe(p pageProgress, items []runtime.Object, remaining *int64) pageProgress {
+	p.lists++
+	p.listed += int64(len(items))
+	if s.fixed {
+		return p
+	}
+	if remaining != nil && *remaining >= 0 {
+		p.expected = p.listed + *remaining
+	} else if p.expected >= 0 && p.expected <= p.listed {
+		p.expected = -1 // the collection outgrew the previous one's size
+	}
+	if b := sampleBytes(items); b > 0 {
+		s.objectBytes = b
+	}
+	p.limit = s.plan(p)
+	return p
+}
+
+// done records that the listing p is complete.
+func (s *pageSizer) done(p pageProgress) { s.previous = p.listed }
+
+// plan spreads the objects left over the LISTs left of the target, or
+// doubles the last page when the collection's size is unknown, within the
+// byte bound and never below the first page's limit.
+func (s *pageSizer) plan(p pageProgress) int64 {
+	want := 2 * p.limit
+	if left := p.expected - p.listed; p.expected >= 0 && left > 0 {
+		lists := int64(max(1, targetListRequests-p.lists))
+		want = (left + lists - 1) / lists
+	}
+	if s.objectBytes > 0 {
+		want = min(want, maxPageBytes/s.objectBytes)
+	}
+	return max(want, s.first)
+}
+
+// sampleBytes estimates the decoded bytes per object of items from up to
+// sampledObjects of them spread over the slice; 0 for an empty page.
+func sampleBytes(items []runtime.Object) int64 {
+	if len(items) == 0 {
+		return 0
+	}
+	step := max(1, len(items)/sampledObjects)
+	var sum, n int64
+	for i := 0; i < len(items); i += step {
+		if items[i] == nil {
+			continue
+		}
+		sum += decodedBytes(items[i])
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return max(1, sum/n)
+}
