@@ -105,10 +105,56 @@ func TestCheckRequests(t *testing.T) {
 		{floor, faultproxy.RequestCounts{Lists: 3, ListsWithLimit: 3, ListsWithContinue: 2}, 1, 300, false},
 		{floor, faultproxy.RequestCounts{Lists: 8, ListsWithLimit: 8, ListsWithContinue: 6}, 2, 300, true},
 		{floor, faultproxy.RequestCounts{Lists: 1}, 1, 0, true},
+		// The informer's own page sizes: LISTs with limits, how many is
+		// its business; the floor lists by 500.
+		{byName("ours-listwatch"), faultproxy.RequestCounts{Lists: 3, ListsWithLimit: 3, ListsWithContinue: 1}, 2, -1, true},
+		{byName("ours-listwatch"), faultproxy.RequestCounts{Lists: 1, ListsWithLimit: 1}, 2, -1, false},
+		{byName("ours-listwatch"), faultproxy.RequestCounts{Lists: 2, ListsWithLimit: 1}, 1, -1, false},
+		{floor, faultproxy.RequestCounts{Lists: 2, ListsWithLimit: 2, ListsWithContinue: 1}, 1, -1, true},
+		{floor, faultproxy.RequestCounts{Lists: 1, ListsWithLimit: 1}, 1, -1, false},
 	} {
 		err := tc.v.checkRequests(tc.c, tc.restarts, 1000, tc.pageSize)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s with %+v, %d restarts, page %d: error %v, want ok=%v", tc.v.name, tc.c, tc.restarts, tc.pageSize, err, tc.ok)
+		}
+	}
+}
+
+func TestPlanChurn(t *testing.T) {
+	if c := planChurn(1000, 0); c.modified != nil || c.deleted != nil || c.created != nil {
+		t.Errorf("planChurn(1000, 0) = %+v, want nothing", c)
+	}
+	c := planChurn(1000, 10)
+	if len(c.modified) != 100 || c.modified[99] != 99 || !slices.Equal(c.deleted, []int{990, 991, 992, 993, 994, 995, 996, 997, 998, 999}) || c.created[0] != 1000 || len(c.created) != 10 {
+		t.Errorf("planChurn(1000, 10) = %+v, want 100 modified from 0, 990-999 deleted, 10 created from 1000", c)
+	}
+	c = planChurn(1000, 100)
+	if len(c.modified) != 990 || slices.Contains(c.modified, c.deleted[0]) {
+		t.Errorf("planChurn(1000, 100) modifies %d objects, want the 990 it does not delete", len(c.modified))
+	}
+	if c := planChurn(30, 10); len(c.modified) != 3 || len(c.deleted) != 1 || c.created[0] != 30 {
+		t.Errorf("planChurn(30, 10) = %+v, want 3 modified, 1 deleted, 1 created", c)
+	}
+}
+
+func TestParseLimits(t *testing.T) {
+	for in, want := range map[string]string{
+		"client-go":                "client rate limit QPS 5, burst 10 (--limits client-go)",
+		"controller-runtime-v0.20": "client rate limit QPS 20, burst 30 (--limits controller-runtime-v0.20)",
+		"none":                     "no client-side rate limit (--limits none)",
+		"50/100":                   "client rate limit QPS 50, burst 100 (--limits 50/100)",
+	} {
+		l, err := parseLimits(in)
+		if err != nil || l.String() != want {
+			t.Errorf("parseLimits(%q) = %q, %v; want %q", in, l, err, want)
+		}
+	}
+	if l, _ := parseLimits("client-go"); l.refill() != 2*time.Second {
+		t.Errorf("client-go's limiter refills in %v, want 2s", l.refill())
+	}
+	for _, bad := range []string{"", "5", "0/10", "5/0", "fast", "-1/10"} {
+		if _, err := parseLimits(bad); err == nil {
+			t.Errorf("parseLimits(%q) succeeded", bad)
 		}
 	}
 }
@@ -189,7 +235,7 @@ func TestChartIsValidSVG(t *testing.T) {
 
 // smokeVariants are what TestSmoke runs besides the floor: those of them
 // this build has.
-const smokeVariants = "^(client-go-list|ours-listwatch|ours-listwatch-intern)$"
+const smokeVariants = "^(client-go-list|ours-listwatch|ours-listwatch-intern|ours-listwatch-churn10)$"
 
 // TestSmoke runs the whole benchmark on a few objects against envtest, as
 // --kubeconfig: the children (this test binary, see TestMain) must sync,
@@ -237,7 +283,7 @@ func TestSmoke(t *testing.T) {
 	}
 
 	o := options{
-		kind: roleBindings, objects: 30, runs: 1, pageSize: 7, gogc: 100,
+		kind: roleBindings, objects: 30, runs: 1, pageSize: 7, limits: clientGoLimits, gogc: 100,
 		kubeconfig: writeAdminKubeconfig(t, cl.cfg),
 		variants:   smokeVariants,
 		out:        t.TempDir(), memLimit: true, workers: 8, interval: 2 * time.Millisecond,
@@ -310,6 +356,7 @@ func TestSmoke(t *testing.T) {
 			t.Fatalf("populate 12 %s: %v", k.title, err)
 		}
 		o.kind, o.objects, o.variants, o.memLimit, o.out = k, 12, "^ours-listwatch-intern$", false, t.TempDir()
+		o.pageSize, o.limits = -1, noLimits // the informer's own page sizes
 		stdout.Reset()
 		stderr.Reset()
 		if err := run(ctx, o, &stdout, &stderr); err != nil {

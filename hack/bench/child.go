@@ -55,11 +55,17 @@ type childOptions struct {
 	// benchObjects is the number of bench objects the cluster holds; total
 	// all objects of the kind (the floor's slice capacity).
 	benchObjects, total int
-	pageSize            int64
-	interval            time.Duration
-	timeout             time.Duration
-	// relistDelay is how long after the sync the relist is forced.
+	// pageSize is --page-size: negative for the informer's own sizes.
+	pageSize int64
+	limits   clientLimits
+	interval time.Duration
+	timeout  time.Duration
+	// relistDelay is how long after the sync the relist is forced, at
+	// least the time the client's rate limiter takes to refill.
 	relistDelay time.Duration
+	// churnDeleted and churnCreated are the objects the parent deletes and
+	// creates before the relist.
+	churnDeleted, churnCreated int
 }
 
 func childMain(args []string) int {
@@ -70,11 +76,19 @@ func childMain(args []string) int {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the (proxied) cluster")
 	fs.IntVar(&o.benchObjects, "bench-objects", 0, "bench objects in the cluster")
 	fs.IntVar(&o.total, "total", 0, "objects of the kind in the cluster")
-	fs.Int64Var(&o.pageSize, "page-size", 500, "LIST page size")
+	fs.Int64Var(&o.pageSize, "page-size", -1, "LIST page size; negative: the informer's own")
+	limits := fs.String("limits", clientGoLimits.name, limitsUsage)
 	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.DurationVar(&o.relistDelay, "relist-delay", defaultRelistDelay, "force the relist this long after the sync")
+	fs.IntVar(&o.churnDeleted, "churn-deleted", 0, "objects the parent deletes before the relist")
+	fs.IntVar(&o.churnCreated, "churn-created", 0, "objects the parent creates before the relist")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var err error
+	if o.limits, err = parseLimits(*limits); err != nil {
+		fmt.Fprintf(os.Stderr, "bench child: %v\n", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -117,11 +131,11 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", o.kubeconfig, err)
 	}
-	// Protobuf, as controllers use for built-in types; no client-side
-	// throttling, so that paginated strategies are not penalised by QPS.
+	// Protobuf, as controllers use for built-in types, and the client-side
+	// rate limit users have: every LIST page waits for it like any request.
 	cfg.ContentType = apiruntime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = apiruntime.ContentTypeProtobuf + "," + apiruntime.ContentTypeJSON
-	cfg.QPS, cfg.Burst = 1000, 2000
+	o.limits.apply(cfg)
 	c := &child{opts: o, v: v, kind: k, ctl: &control{in: bufio.NewReader(in), out: out}}
 	cfg.Wrap(c.countRequests)
 	if c.cs, err = kubernetes.NewForConfig(cfg); err != nil {
@@ -210,7 +224,8 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 	}
 	phases := []Phase{p}
 	if c.v.relist {
-		time.Sleep(time.Until(syncedAt.Add(c.opts.relistDelay)))
+		// A relist in a long-running controller finds the limiter full.
+		time.Sleep(time.Until(syncedAt.Add(max(c.opts.relistDelay, c.opts.limits.refill()))))
 		r, err := c.relist(ctx, base, inf, h, total)
 		if err != nil {
 			return nil, err
@@ -221,14 +236,17 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 }
 
 // relist has the parent cut the informer's watch and refuse the next one
-// with 410 Gone, and measures until the relist has reached the handler: with
-// no resync period, every object of the relist is handed to the handler as
-// an update (client-go's handlers start out "syncing" and stay so), so the
-// relist is over when the handler has counted that many updates.
+// with 410 Gone (after changing objects, for churn variants), and measures
+// until the relist has reached the handler: with no resync period, every
+// object of the relist that was in the store is handed to the handler as an
+// update (client-go's handlers start out "syncing" and stay so), the new
+// ones as adds, the vanished ones as deletes, so the relist is over when the
+// handler has counted them all.
 func (c *child) relist(ctx context.Context, base baseline, inf toolscache.SharedIndexInformer, h *countingHandler, objects int) (Phase, error) {
 	memstat.HeapAfterGC() // start from the steady heap
 	before := c.requests.Counts()
-	done := h.expectUpdates(int64(objects))
+	want := counts{updates: int64(objects - c.opts.churnDeleted), adds: int64(c.opts.churnCreated), deletes: int64(c.opts.churnDeleted)}
+	done := h.expect(want)
 	w, err := startWindow(c.opts.interval)
 	if err != nil {
 		return Phase{}, err
@@ -237,8 +255,8 @@ func (c *child) relist(ctx context.Context, base baseline, inf toolscache.Shared
 	if err := c.ctl.relist(); err != nil {
 		return Phase{}, err
 	}
-	if err := waitFor(ctx, done, fmt.Sprintf("%d update notifications after the forced relist", objects)); err != nil {
-		return Phase{}, fmt.Errorf("%w (got %d)", err, h.updates.Load())
+	if err := waitFor(ctx, done, fmt.Sprintf("%+v more notifications after the forced relist", want)); err != nil {
+		return Phase{}, fmt.Errorf("%w (got %d updates, %d adds, %d deletes in all)", err, h.updates.Load(), h.adds.Load(), h.deletes.Load())
 	}
 	end := time.Now()
 	p := w.stop(base, relistRow(c.v.name))
@@ -308,7 +326,7 @@ func (c *child) runFloor(ctx context.Context) ([]Phase, error) {
 	}
 	objs := make([]apiruntime.Object, 0, c.opts.total)
 	for cont := ""; ; {
-		items, next, err := c.kind.listPage(ctx, c.cs, metav1.ListOptions{Limit: c.opts.pageSize, Continue: cont})
+		items, next, err := c.kind.listPage(ctx, c.cs, metav1.ListOptions{Limit: floorPageSize(c.opts.pageSize), Continue: cont})
 		if err != nil {
 			return nil, err
 		}
@@ -356,30 +374,39 @@ type countingHandler struct {
 	adds, updates, deletes atomic.Int64
 
 	mu     sync.Mutex
-	target int64
+	target counts
 	done   chan struct{}
 }
 
-func (h *countingHandler) OnAdd(any, bool) { h.adds.Add(1) }
-func (h *countingHandler) OnDelete(any)    { h.deletes.Add(1) }
+// counts are numbers of notifications by kind.
+type counts struct{ updates, adds, deletes int64 }
 
+func (h *countingHandler) OnAdd(any, bool) { h.adds.Add(1); h.check() }
+func (h *countingHandler) OnDelete(any)    { h.deletes.Add(1); h.check() }
 func (h *countingHandler) OnUpdate(_, _ any) {
-	n := h.updates.Add(1)
+	h.updates.Add(1)
+	h.check()
+}
+
+func (h *countingHandler) check() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.done != nil && n >= h.target {
+	if h.done != nil && h.updates.Load() >= h.target.updates && h.adds.Load() >= h.target.adds && h.deletes.Load() >= h.target.deletes {
 		close(h.done)
 		h.done = nil
 	}
 }
 
-// expectUpdates returns a channel closed once n more updates have arrived.
-func (h *countingHandler) expectUpdates(n int64) <-chan struct{} {
+// expect returns a channel closed once more notifications than those so
+// far, by as many as n, have arrived.
+func (h *countingHandler) expect(n counts) <-chan struct{} {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.target = h.updates.Load() + n
+	h.target = counts{updates: h.updates.Load() + n.updates, adds: h.adds.Load() + n.adds, deletes: h.deletes.Load() + n.deletes}
 	h.done = make(chan struct{})
-	return h.done
+	done := h.done
+	h.mu.Unlock()
+	h.check()
+	return done
 }
 
 // discardStore is a Reflector store that keeps nothing: it counts what a

@@ -36,6 +36,8 @@ type objectKind struct {
 	// as a kubelet would); AlreadyExists is returned as is.
 	create func(ctx context.Context, cs kubernetes.Interface, i int) error
 	delete func(ctx context.Context, cs kubernetes.Interface, namespace, name string) error
+	// patch applies a JSON merge patch to an object.
+	patch func(ctx context.Context, cs kubernetes.Interface, namespace, name string, data []byte) error
 	// list lists one page in all namespaces, as the typed list.
 	list  func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (runtime.Object, error)
 	watch func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (watch.Interface, error)
@@ -48,7 +50,12 @@ const (
 	benchNamespaces = 10
 	nsPrefix        = "leaninformer-bench-"
 	fieldManager    = "leaninformer-bench"
+	// revisionAnnotation is on every bench object, with a fixed-width
+	// value, so that a churn modifies objects without resizing them.
+	revisionAnnotation = "example.com/revision"
 )
+
+func revision(rev int) string { return fmt.Sprintf("%06d", rev%1_000_000) }
 
 func nsName(i int) string { return nsPrefix + fmt.Sprintf("%02d", i%benchNamespaces) }
 
@@ -120,6 +127,10 @@ var roleBindings = objectKind{
 	delete: func(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
 		return cs.RbacV1().RoleBindings(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	},
+	patch: func(ctx context.Context, cs kubernetes.Interface, namespace, name string, data []byte) error {
+		_, err := cs.RbacV1().RoleBindings(namespace).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
+		return err
+	},
 	list: func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (runtime.Object, error) {
 		return cs.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, opts)
 	},
@@ -140,7 +151,7 @@ func roleBinding(i int) *rbacv1.RoleBinding {
 				benchLabel:               benchLabelValue,
 				"app.kubernetes.io/name": team,
 			},
-			Annotations: map[string]string{"example.com/owner": team + "@example.com"},
+			Annotations: map[string]string{"example.com/owner": team + "@example.com", revisionAnnotation: revision(0)},
 		},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: []string{"view", "edit", "admin"}[i%3]},
 	}
@@ -172,6 +183,10 @@ var configMaps = objectKind{
 	delete: func(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
 		return cs.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	},
+	patch: func(ctx context.Context, cs kubernetes.Interface, namespace, name string, data []byte) error {
+		_, err := cs.CoreV1().ConfigMaps(namespace).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
+		return err
+	},
 	list: func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (runtime.Object, error) {
 		return cs.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, opts)
 	},
@@ -193,6 +208,7 @@ func configMap(i int) *corev1.ConfigMap {
 				"app.kubernetes.io/name":      app,
 				"app.kubernetes.io/component": "config",
 			},
+			Annotations: map[string]string{revisionAnnotation: revision(0)},
 		},
 		Data: map[string]string{
 			"LOG_LEVEL": []string{"info", "debug", "warn"}[i%3],
@@ -227,6 +243,10 @@ var pods = objectKind{
 	},
 	delete: func(ctx context.Context, cs kubernetes.Interface, namespace, name string) error {
 		return cs.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	},
+	patch: func(ctx context.Context, cs kubernetes.Interface, namespace, name string, data []byte) error {
+		_, err := cs.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: "kube-controller-manager"})
+		return err
 	},
 	list: func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (runtime.Object, error) {
 		return cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
@@ -282,7 +302,7 @@ func pod(i int) *corev1.Pod {
 				"app.kubernetes.io/instance": app + "-prod",
 				"pod-template-hash":          hash,
 			},
-			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080", revisionAnnotation: revision(0)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-" + hash,
 				UID:        types.UID(fmt.Sprintf("5e1f0000-0000-4000-8000-%012d", d)),

@@ -10,8 +10,10 @@
 // then re-executes itself with a hidden
 // --child flag once per variant and run. Children reach the API server
 // through a fault-injecting proxy (internal/faultproxy) in this process,
-// which forces the relists and counts the requests, so that every row can be
-// checked against the strategy it claims.
+// which forces the relists (after changing objects, for the churn
+// variants) and counts the requests, so that every row can be checked
+// against the strategy it claims. Children use the client-side rate limit
+// users have (--limits; client-go's default rest.Config by default).
 package main
 
 import (
@@ -30,7 +32,8 @@ type options struct {
 	kind        objectKind
 	objects     int
 	runs        int
-	pageSize    int64
+	pageSize    int64 // negative: the informer's own page sizes
+	limits      clientLimits
 	gogc        int
 	kubeconfig  string
 	variants    string
@@ -58,7 +61,9 @@ func parentMain(args []string, stdout, stderr io.Writer) int {
 		" (pods get a node name and a running status, so use them with envtest, where no controller acts on them)")
 	fs.IntVar(&o.objects, "objects", 10000, "objects to populate and list")
 	fs.IntVar(&o.runs, "runs", 3, "child runs per variant; the median is reported")
-	fs.Int64Var(&o.pageSize, "page-size", 500, "LIST page size of paginated strategies and the floor")
+	fs.Int64Var(&o.pageSize, "page-size", -1, "LIST page size of our paginated strategies (informer.WithPageSize) and the floor; "+
+		"negative (the default): our informer sizes its pages itself and the floor lists by 500")
+	limits := fs.String("limits", clientGoLimits.name, limitsUsage)
 	fs.IntVar(&o.gogc, "gogc", 100, "GOGC of the children")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use this cluster instead of starting envtest")
 	fs.StringVar(&o.variants, "variants", "", "regular expression selecting variants by name (default all): "+strings.Join(variantNames(), ", "))
@@ -66,12 +71,18 @@ func parentMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.memLimit, "memlimit", true, "also run every variant under GOMEMLIMIT = 1.5 x the floor + the baseline (needs the floor variant)")
 	fs.IntVar(&o.workers, "populate-workers", 32, "concurrent requests while populating")
 	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval of the children")
-	fs.DurationVar(&o.relistDelay, "relist-delay", defaultRelistDelay, "how long after the sync relist rows force the relist")
+	fs.DurationVar(&o.relistDelay, "relist-delay", defaultRelistDelay, "how long after the sync relist rows force the relist "+
+		"(at least the time the client's rate limiter takes to refill its burst: 2s at client-go's defaults)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if o.objects < 1 || o.runs < 1 || o.pageSize < 0 || o.workers < 1 {
-		fmt.Fprintln(stderr, "bench: --objects, --runs and --populate-workers must be positive, --page-size not negative")
+	if o.objects < 1 || o.runs < 1 || o.workers < 1 {
+		fmt.Fprintln(stderr, "bench: --objects, --runs and --populate-workers must be positive")
+		return 2
+	}
+	var err error
+	if o.limits, err = parseLimits(*limits); err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 2
 	}
 	k, err := findKind(*kind)

@@ -14,7 +14,8 @@ import (
 )
 
 // newOursInformer builds our informer with the variant's strategy, the
-// page size and relist reuse (the default, spelled out).
+// page size (when --page-size sets one) and relist reuse (the default,
+// spelled out).
 func (c *child) newOursInformer(opts toolscache.SharedIndexInformerOptions) (toolscache.SharedIndexInformer, error) {
 	strategy := informer.ListWatch
 	if c.v.mode == streaming {
@@ -22,8 +23,10 @@ func (c *child) newOursInformer(opts toolscache.SharedIndexInformerOptions) (too
 	}
 	options := []informer.Option{
 		informer.WithStrategy(strategy),
-		informer.WithPageSize(c.opts.pageSize),
 		informer.WithRelistReuse(true),
+	}
+	if c.opts.pageSize >= 0 {
+		options = append(options, informer.WithPageSize(c.opts.pageSize))
 	}
 	if c.v.intern {
 		options = append(options, informer.WithInterning())
@@ -47,9 +50,11 @@ func (v variant) pipelineStrategy() listerwatcher.Strategy {
 // startPipeline runs our listerwatcher pipeline into a consumer that counts
 // and drops every page; synced is closed at the end of the first restart.
 func (c *child) startPipeline(ctx context.Context) (seen func() (total, bench int), synced <-chan struct{}, err error) {
-	w, err := listerwatcher.New(c.lw,
-		listerwatcher.WithStrategy(c.v.pipelineStrategy()),
-		listerwatcher.WithPageSize(c.opts.pageSize))
+	opts := []listerwatcher.Option{listerwatcher.WithStrategy(c.v.pipelineStrategy())}
+	if c.opts.pageSize >= 0 {
+		opts = append(opts, listerwatcher.WithPageSize(c.opts.pageSize))
+	}
+	w, err := listerwatcher.New(c.lw, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -24,7 +24,8 @@ type Row struct {
 	Median Phase `json:"median"`
 }
 
-// Goal is one of issue 7's targets, as a ratio measured in this run.
+// Goal is one of the targets of issues 7, 10 and 14, as a ratio measured in
+// this run.
 type Goal struct {
 	Goal   string  `json:"goal"`
 	Ours   string  `json:"ours"`
@@ -54,13 +55,16 @@ type Report struct {
 	ServerVersion string  `json:"serverVersion"`
 	Objects       int     `json:"objects"`
 	TotalObjects  int     `json:"totalObjects"`
-	PageSize      int64   `json:"pageSize"`
-	GOGC          int     `json:"gogc"`
-	Runs          int     `json:"runs"`
-	MemLimit      int64   `json:"memLimitBytes"`
-	Rows          []Row   `json:"rows"`
-	Goals         []Goal  `json:"goals"`
-	AllRuns       []Phase `json:"allRuns"`
+	// PageSize is --page-size; negative: the informer sized its pages.
+	PageSize int64 `json:"pageSize"`
+	// Limits describes the children's client-side rate limit.
+	Limits   string  `json:"limits"`
+	GOGC     int     `json:"gogc"`
+	Runs     int     `json:"runs"`
+	MemLimit int64   `json:"memLimitBytes"`
+	Rows     []Row   `json:"rows"`
+	Goals    []Goal  `json:"goals"`
+	AllRuns  []Phase `json:"allRuns"`
 }
 
 func newReport(o options, vs []variant, phases []Phase, limit int64, total int, serverVersion string) *Report {
@@ -74,6 +78,7 @@ func newReport(o options, vs []variant, phases []Phase, limit int64, total int, 
 		Objects:       o.objects,
 		TotalObjects:  total,
 		PageSize:      o.pageSize,
+		Limits:        o.limits.String(),
 		GOGC:          o.gogc,
 		Runs:          o.runs,
 		MemLimit:      limit,
@@ -159,7 +164,7 @@ func (r *Report) row(name string, limit int64) (Row, bool) {
 	return Row{}, false
 }
 
-// goals computes issue 7's ratios for the rows this run has.
+// goals computes the goals' ratios for the rows this run has.
 func goals(r *Report) []Goal {
 	type pair struct{ ours, theirs string }
 	informers := []pair{{"ours-listwatch", "client-go-list"}, {"ours-stream", "client-go"}}
@@ -200,6 +205,14 @@ func goals(r *Report) []Goal {
 	sync := func(p Phase) float64 { return p.SyncSeconds }
 	for _, p := range informers {
 		add("time to sync vs client-go", p.ours, p.theirs, 0, 1.1, sync, sync)
+	}
+	// Issue 14: relists as fast as client-go's, also after changes.
+	for _, p := range informers {
+		add("relist time vs client-go", relistRow(p.ours), relistRow(p.theirs), 0, 1.1, sync, sync)
+		for _, percent := range []int{10, 100} {
+			suffix := fmt.Sprintf("-churn%d", percent)
+			add(fmt.Sprintf("relist time after %d%% changed vs client-go", percent), relistRow(p.ours+suffix), relistRow(p.theirs+suffix), 0, 1.1, sync, sync)
+		}
 	}
 	// Issue 10: interning against client-go's informer without it.
 	cpu := func(p Phase) float64 { return p.CPUSeconds / float64(max(1, p.Objects)) }
@@ -288,26 +301,30 @@ func (r *Report) markdown() string {
 	fmt.Fprintf(&b, "## leaninformer vs client-go: %d %s\n\n", r.Objects, r.Title)
 	fmt.Fprintf(&b, "`%s` on %s (%d cores, %d GiB, Linux %s, %s), API server %s, %s.\n",
 		r.Command, r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.ServerVersion, r.Date)
-	fmt.Fprintf(&b, "%d bench %s in %d namespaces (%d in the cluster in all), protobuf on the wire, page size %d, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
-		r.Objects, r.Title, benchNamespaces, r.TotalObjects, r.PageSize, r.GOGC, r.Runs)
+	pages := fmt.Sprintf("page size %d", r.PageSize)
+	if r.PageSize < 0 {
+		pages = fmt.Sprintf("our page sizes chosen by the informer (the floor's: %d)", floorPageSize(r.PageSize))
+	}
+	fmt.Fprintf(&b, "%d bench %s in %d namespaces (%d in the cluster in all), protobuf on the wire, **%s**, %s, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
+		r.Objects, r.Title, benchNamespaces, r.TotalObjects, r.Limits, pages, r.GOGC, r.Runs)
 	b.WriteString("Δ columns are heap MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns, in MiB). " +
 		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *steady*: heap after GC at the end; " +
 		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +
 		"*CPU s*: the process's CPU time in the window (user and system, all threads, GC included); *GC CPU s*: the Go runtime's estimate of its GC share. " +
 		"*sync*: seconds to synced and handler drained (relist rows: from the relist's first request until the handler has all of it). " +
-		"*objects*: in the store (rows without store: objects the list brought).\n\n")
+		"*objects*: in the store (rows without store: objects the list brought). *LISTs*: LIST requests in the window (of the first run).\n\n")
 	for _, lim := range r.limits() {
 		if lim == 0 {
 			fmt.Fprintf(&b, "### GOGC=%d, no memory limit\n\n", r.GOGC)
 		} else {
 			fmt.Fprintf(&b, "### GOMEMLIMIT=%.0f MiB (1.5 x the floor + the baseline runtime memory)\n\n", mib(lim))
 		}
-		b.WriteString("| variant | sync s | peak heap Δ | peak live Δ | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, row := range r.rowsWithLimit(lim) {
 			m := row.Median
-			fmt.Fprintf(&b, "| %s | %.2f | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
-				row.Name, m.SyncSeconds, mib(float64(m.PeakHeap)), mib(float64(m.PeakLive)), mib(float64(m.SteadyHeap)),
+			fmt.Fprintf(&b, "| %s | %.2f | %d | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
+				row.Name, m.SyncSeconds, m.Requests.Lists, mib(float64(m.PeakHeap)), mib(float64(m.PeakLive)), mib(float64(m.SteadyHeap)),
 				mib(m.PeakRSS), m.CPUSeconds, m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
 		}
 		b.WriteString("\n")
@@ -317,7 +334,7 @@ func (r *Report) markdown() string {
 		fmt.Fprintf(&b, "- `%s`: %s\n", row.Name, row.Desc)
 	}
 	if len(r.Goals) > 0 {
-		b.WriteString("\n### Goals of issues 7, 10 and 13 (ours / theirs, measured in this run)\n\n| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
+		b.WriteString("\n### Goals of issues 7, 10, 13 and 14 (ours / theirs, measured in this run)\n\n| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
 		for _, g := range r.Goals {
 			met := "no"
 			if g.Met {

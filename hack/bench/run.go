@@ -67,7 +67,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	}
 	prog.finish(fmt.Sprintf("populate: the cluster holds %d bench %s, %d in all (%s)", o.objects, o.kind.title, total, since(started)))
 
-	m := &measurer{o: o, admin: admin, total: total, prog: prog, dir: o.out}
+	m := &measurer{o: o, admin: admin, cs: cs, total: total, prog: prog, dir: o.out, revision: int(time.Now().Unix())}
 	m.jobs = len(selected) * o.runs
 	if o.memLimit {
 		m.jobs *= 2
@@ -136,10 +136,12 @@ func memLimitFrom(phases []Phase) (int64, error) {
 type measurer struct {
 	o          options
 	admin      *rest.Config
+	cs         kubernetes.Interface // admin
 	total      int
 	prog       *progress
 	dir        string
 	jobs, done int
+	revision   int // the revision annotation the last churn set
 }
 
 // runChild measures v in a fresh child process behind a fresh proxy, and
@@ -167,6 +169,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	}
 	defer logFile.Close()
 
+	ch := planChurn(m.o.objects, v.churn)
 	timeout := max(10*time.Minute, time.Duration(m.total)*10*time.Millisecond)
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
 	defer cancel()
@@ -177,9 +180,12 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 		"--bench-objects", strconv.Itoa(m.o.objects),
 		"--total", strconv.Itoa(m.total),
 		"--page-size", strconv.FormatInt(m.o.pageSize, 10),
+		"--limits", m.o.limits.name,
 		"--sample-interval", m.o.interval.String(),
 		"--timeout", timeout.String(),
 		"--relist-delay", m.o.relistDelay.String(),
+		"--churn-deleted", strconv.Itoa(len(ch.deleted)),
+		"--churn-created", strconv.Itoa(len(ch.created)),
 	)
 	cmd.Env = childEnv(os.Environ(), m.o.gogc, memLimit, v.env())
 	cmd.Stderr = logFile
@@ -194,11 +200,31 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start child %s: %w", label, err)
 	}
-	phases, protoErr := talk(stdout, stdin, proxy, m.o.kind.resource)
+	relist := func() error { return forceRelist(proxy, m.o.kind.resource) }
+	if v.churn > 0 {
+		m.revision++
+		relist = func() error {
+			return churnThenRelist(ctx, proxy, m.o.kind.resource, func(ctx context.Context) error {
+				return ch.apply(ctx, m.cs, m.o.kind, m.revision, m.o.workers, m.prog)
+			})
+		}
+	}
+	phases, protoErr := talk(stdout, stdin, relist)
 	if protoErr != nil {
 		cancel() // the child may be waiting for us
 	}
 	waitErr := cmd.Wait()
+	if v.churn > 0 {
+		// Put the deleted objects back and the new ones away for the next
+		// child; the modified ones keep their size.
+		total, err := populate(ctx, m.cs, m.o.kind, m.o.objects, m.o.workers, m.prog)
+		if err != nil {
+			return nil, fmt.Errorf("after child %s: %w", label, err)
+		}
+		if total != m.total {
+			return nil, fmt.Errorf("after child %s: the cluster holds %d %s, %d before", label, total, m.o.kind.title, m.total)
+		}
+	}
 	switch {
 	case waitErr != nil || protoErr != nil:
 		return nil, fmt.Errorf("child %s failed: %w; the end of %s:\n%s", label, errors.Join(waitErr, protoErr), logPath, tail(logPath, 15))
@@ -226,7 +252,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 
 // talk runs the parent's side of the protocol: it forces a relist when the
 // child asks and returns the child's result.
-func talk(stdout io.Reader, stdin io.WriteCloser, proxy *faultproxy.Proxy, resource string) ([]Phase, error) {
+func talk(stdout io.Reader, stdin io.WriteCloser, relist func() error) ([]Phase, error) {
 	defer stdin.Close()
 	var phases []Phase
 	sc := bufio.NewScanner(stdout)
@@ -235,7 +261,7 @@ func talk(stdout io.Reader, stdin io.WriteCloser, proxy *faultproxy.Proxy, resou
 		line := sc.Text()
 		switch {
 		case line == msgRelist:
-			if err := forceRelist(proxy, resource); err != nil {
+			if err := relist(); err != nil {
 				return nil, err
 			}
 			if _, err := fmt.Fprintln(stdin, msgGo); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/pkg/intern"
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 )
 
 // kind is what a variant's child process runs.
@@ -54,6 +55,10 @@ type variant struct {
 	// encoded: ours on the encoded store (informer.WithEncodedStore);
 	// compress adds codec.WithCompression.
 	encoded, compress bool
+	// churn: before the forced relist, this percent of the bench objects
+	// is modified, and 1% deleted and created, while the watch is down;
+	// only the relist row is reported.
+	churn int
 }
 
 // transform is the transform the child sets on the variant's informer.
@@ -77,7 +82,10 @@ func (v variant) env() []string {
 
 // rows are the names of the table rows a variant's child reports.
 func (v variant) rows() []string {
-	if v.relist {
+	switch {
+	case v.churn > 0:
+		return []string{relistRow(v.name)} // its initial sync is its base variant's
+	case v.relist:
 		return []string{v.name, relistRow(v.name)}
 	}
 	return []string{v.name}
@@ -87,7 +95,7 @@ func relistRow(name string) string { return name + " relist" }
 
 // variants lists the variants, in table order.
 func variants() []variant {
-	return []variant{
+	all := []variant{
 		{name: "floor", kind: floorKind, mode: listing,
 			desc: "the decoded objects in a plain slice (paged LIST)"},
 		{name: "client-go", kind: informerKind, mode: streaming, relist: true,
@@ -123,27 +131,49 @@ func variants() []variant {
 		{name: "ours-stream-encoded-zstd", kind: informerKind, ours: true, mode: streaming, relist: true, encoded: true, compress: true,
 			desc: "leaninformer informer (StreamingList) with WithEncodedStore(codec.WithCompression())"},
 	}
+	// The relist after changes, in the informer pairs: reuse keeps less.
+	for _, percent := range []int{10, 100} {
+		for _, base := range []string{"client-go-list", "ours-listwatch", "client-go", "ours-stream"} {
+			v := *findIn(all, base)
+			v.name, v.churn = fmt.Sprintf("%s-churn%d", base, percent), percent
+			v.desc = fmt.Sprintf("%s; %d%% of the bench objects modified, %d%% deleted and as many created while the watch was down", v.desc, percent, churnDeletedPercent)
+			all = append(all, v)
+		}
+	}
+	return all
 }
 
-// rowGroups is the number of groups rowGroup returns.
-const rowGroups = 7
+func findIn(vs []variant, name string) *variant {
+	for i := range vs {
+		if vs[i].name == name {
+			return &vs[i]
+		}
+	}
+	panic("no variant " + name)
+}
 
-// rowGroup orders the table: the floor, initial syncs, relists, rows
-// without store, transforms, interning, the encoded store.
+// rowGroups is the number of groups rowGroup sorts rows into.
+const rowGroups = 8
+
+// rowGroup orders the table: the floor, initial syncs, relists, relists
+// after changes, rows without store, transforms, interning, the encoded
+// store.
 func rowGroup(v variant, relistRow bool) int {
 	switch {
 	case v.kind == floorKind:
 		return 0
 	case v.encoded:
-		return 6
+		return 7
 	case v.intern:
-		return 5
+		return 6
+	case v.churn > 0:
+		return 3
 	case relistRow:
 		return 2
 	case v.kind == noStoreKind:
-		return 3
-	case v.strip:
 		return 4
+	case v.strip:
+		return 5
 	}
 	return 1
 }
@@ -184,15 +214,32 @@ func findVariant(name string) (variant, error) {
 	return variant{}, fmt.Errorf("unknown variant %q (known: %v)", name, variantNames())
 }
 
+// floorPageSize is the floor's LIST page size for --page-size pageSize
+// (negative: the informer sizes its pages; the floor lists by 500).
+func floorPageSize(pageSize int64) int64 {
+	if pageSize < 0 {
+		return listerwatcher.DefaultPageSize
+	}
+	return pageSize
+}
+
 // checkRequests verifies that requests, the requests of restarts full
 // (re)lists of total objects, are what v's strategy sends, so that no row
-// reports a strategy that did not run.
+// reports a strategy that did not run. pageSize is --page-size: negative
+// for the informer's own page sizes.
 func (v variant) checkRequests(c faultproxy.RequestCounts, restarts, total int, pageSize int64) error {
 	restarts64 := int64(restarts)
+	if v.kind == floorKind {
+		pageSize = floorPageSize(pageSize)
+	}
 	switch {
 	case v.mode == streaming:
 		if c.StreamingWatches < restarts64 || c.Lists != 0 {
 			return fmt.Errorf("%s should stream: want >= %d watches with sendInitialEvents=true and no LIST, got %+v", v.name, restarts, c)
+		}
+	case v.ours && pageSize < 0:
+		if c.StreamingWatches != 0 || c.Lists < restarts64 || c.ListsWithLimit != c.Lists {
+			return fmt.Errorf("%s should list in pages it sizes: want >= %d LISTs, all with a limit, and no streaming watch, got %+v", v.name, restarts, c)
 		}
 	case v.ours || v.kind == floorKind:
 		pages, limited := int64(1), c.Lists
