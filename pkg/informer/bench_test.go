@@ -66,6 +66,8 @@ type variant struct {
 	name string
 	// listMode turns client-go's WatchListClient feature gate off.
 	listMode bool
+	// prefetch reads LIST pages ahead (BenchmarkScale only).
+	prefetch bool
 	build    func(lw toolscache.ListerWatcher) toolscache.SharedIndexInformer
 }
 

@@ -164,9 +164,14 @@ func WithStrategy(s Strategy) Option {
 	return func(c *config) { c.strategy = s }
 }
 
-// WithPageSize sets the LIST page size (default 500; 0 lists everything in
-// one response, which holds the whole collection twice while it is decoded).
-// Streamed objects are handed to the store in batches of at most
+// WithPageSize makes every LIST page ask for n objects (0 lists everything
+// in one response, which holds the whole collection twice while it is
+// decoded). Without it the informer sizes its pages: the first asks for 500
+// objects, the next ones share what remains so that a (re)list takes about 8
+// LISTs, within the burst of 10 requests that client-go's default rate limit
+// allows, each page holding at most 16 MiB of decoded objects and never
+// fewer objects than the first (see the listerwatcher package). Streamed
+// objects are handed to the store in batches of at most
 // listerwatcher.MaxStreamingBatch, fewer if the page size is smaller.
 func WithPageSize(n int64) Option {
 	return func(c *config) { c.pageSize = n }
