@@ -48,7 +48,7 @@ type Option func(*config)
 // defaultConfig.
 type config struct {
 	strategy    Strategy
-	pageSize    int64
+	pageSize    *int64 // nil: the watcher sizes its pages
 	backoff     Backoff
 	relistReuse bool
 	clock       clock.WithTicker
@@ -65,7 +65,6 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		strategy:    Auto,
-		pageSize:    listerwatcher.DefaultPageSize,
 		backoff:     listerwatcher.DefaultBackoff,
 		relistReuse: true,
 		clock:       clock.RealClock{},
@@ -94,8 +93,8 @@ func (c *config) validate() error {
 	if c.strategy > StreamingList {
 		errs = append(errs, fmt.Errorf("WithStrategy: unknown strategy %v", c.strategy))
 	}
-	if c.pageSize < 0 {
-		errs = append(errs, fmt.Errorf("WithPageSize: page size %d is negative", c.pageSize))
+	if c.pageSize != nil && *c.pageSize < 0 {
+		errs = append(errs, fmt.Errorf("WithPageSize: page size %d is negative", *c.pageSize))
 	}
 	if err := c.backoff.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("WithBackoff: %w", err))
@@ -139,12 +138,15 @@ func (c *config) validateWatcherOptions() error {
 // listerwatcherOptions are the settings the watcher takes, then the options
 // given to WithWatcherOptions, which therefore win.
 func (c *config) listerwatcherOptions() []listerwatcher.Option {
-	return append([]listerwatcher.Option{
+	opts := []listerwatcher.Option{
 		listerwatcher.WithStrategy(c.strategy),
-		listerwatcher.WithPageSize(c.pageSize),
 		listerwatcher.WithBackoff(c.backoff),
 		listerwatcher.WithClock(c.clock),
-	}, c.watcherOpts...)
+	}
+	if c.pageSize != nil {
+		opts = append(opts, listerwatcher.WithPageSize(*c.pageSize))
+	}
+	return append(opts, c.watcherOpts...)
 }
 
 // ValidateOptions reports every invalid option of opts, each error naming
@@ -174,7 +176,7 @@ func WithStrategy(s Strategy) Option {
 // objects are handed to the store in batches of at most
 // listerwatcher.MaxStreamingBatch, fewer if the page size is smaller.
 func WithPageSize(n int64) Option {
-	return func(c *config) { c.pageSize = n }
+	return func(c *config) { c.pageSize = &n }
 }
 
 // WithBackoff sets the delays between retries after errors (default:

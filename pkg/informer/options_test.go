@@ -35,7 +35,6 @@ func TestOptionDefaults(t *testing.T) {
 	// What an informer gets without options, spelled out.
 	defaults := config{
 		strategy:    Auto,
-		pageSize:    500,
 		backoff:     Backoff{Initial: 800 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Jitter: 1, ResetAfter: 2 * time.Minute},
 		relistReuse: true,
 		clock:       clock.RealClock{},
@@ -50,8 +49,8 @@ func TestOptionDefaults(t *testing.T) {
 		{name: "no options", want: func(*config) {}},
 		{name: "strategy", opts: []Option{WithStrategy(ListWatch)}, want: func(c *config) { c.strategy = ListWatch }},
 		{name: "later options win", opts: []Option{WithPageSize(10), WithStrategy(StreamingList), WithPageSize(20)},
-			want: func(c *config) { c.pageSize, c.strategy = 20, StreamingList }},
-		{name: "one page of everything", opts: []Option{WithPageSize(0)}, want: func(c *config) { c.pageSize = 0 }},
+			want: func(c *config) { c.pageSize, c.strategy = new(int64(20)), StreamingList }},
+		{name: "one page of everything", opts: []Option{WithPageSize(0)}, want: func(c *config) { c.pageSize = new(int64(0)) }},
 		{name: "backoff", opts: []Option{WithBackoff(backoff)}, want: func(c *config) { c.backoff = backoff }},
 		{name: "relist reuse off", opts: []Option{WithRelistReuse(false)}, want: func(c *config) { c.relistReuse = false }},
 		{name: "clock", opts: []Option{WithClock(fakeClock)}, want: func(c *config) { c.clock = fakeClock }},
@@ -74,6 +73,37 @@ func TestOptionDefaults(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("config\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}
+
+// Without WithPageSize the watcher sizes the pages: a relist of 10,000
+// objects fits client-go's default rate-limit burst (10 requests) with its
+// watch; WithPageSize(500) makes it 20 LISTs.
+func TestInformerSizesItsPagesUnlessTold(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		lists func(n int) bool
+	}{
+		{"sized", nil, func(n int) bool { return n > 1 && n <= 8 }},
+		{"WithPageSize(500)", []Option{WithPageSize(500)}, func(n int) bool { return n == 20 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, 10_000)
+			inf := NewSharedIndexInformerWithOptions(s.ListerWatcher(), &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{},
+				append([]Option{WithStrategy(ListWatch), WithMetrics(nil)}, tc.opts...)...)
+			run(t, inf)
+			waitSynced(t, inf)
+			lists := 0
+			for _, req := range s.Requests() {
+				if req.Verb == "list" {
+					lists++
+				}
+			}
+			if !tc.lists(lists) {
+				t.Errorf("the informer listed 10,000 objects in %d LISTs", lists)
 			}
 		})
 	}

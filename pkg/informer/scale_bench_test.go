@@ -292,7 +292,7 @@ var _ toolscache.ListerWatcherWithContext = &measuringLW{}
 // answers the request for that continue token from the read-ahead (whatever
 // limit it asks for: the watcher takes any page): the watcher's consumer
 // stores one page while the next one is read, so two pages are held at
-// once. When holding, it measures the heap after each read-ahead too.
+// once.
 type prefetchLW struct {
 	*measuringLW
 
@@ -333,10 +333,9 @@ func (p *prefetchLW) ListWithContext(ctx context.Context, opts metav1.ListOption
 		p.mu.Unlock()
 		go func() {
 			defer close(next.done)
+			// Reading the last page ahead measures (in atEnd) while the
+			// consumer stores the one before: two pages held.
 			next.list, next.err = p.measuringLW.ListWithContext(context.WithoutCancel(ctx), next.opts)
-			if lm, lerr := meta.ListAccessor(next.list); next.err == nil && lerr == nil && lm.GetContinue() != "" {
-				p.atEnd() // two pages held: this one and the one being stored
-			}
 		}()
 	}
 	return list, nil
