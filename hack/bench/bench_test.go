@@ -286,7 +286,7 @@ func TestSmoke(t *testing.T) {
 		kind: roleBindings, objects: 30, runs: 1, pageSize: 7, limits: clientGoLimits, gogc: 100,
 		kubeconfig: writeAdminKubeconfig(t, cl.cfg),
 		variants:   smokeVariants,
-		out:        t.TempDir(), memLimit: true, workers: 8, interval: 2 * time.Millisecond,
+		out:        t.TempDir(), memLimit: true, touch: true, workers: 8, interval: 2 * time.Millisecond,
 		exe: os.Args[0], commandLine: "smoke",
 		relistDelay: 0, // the short-watch path of client-go's relist, to save time
 	}

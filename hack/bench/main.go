@@ -39,6 +39,7 @@ type options struct {
 	variants    string
 	out         string
 	memLimit    bool
+	touch       bool
 	workers     int
 	interval    time.Duration
 	relistDelay time.Duration
@@ -68,6 +69,8 @@ func parentMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use this cluster instead of starting envtest")
 	fs.StringVar(&o.variants, "variants", "", "regular expression selecting variants by name (default all): "+strings.Join(variantNames(), ", "))
 	fs.StringVar(&o.out, "out", "_output/bench", "folder for results.md, results.json, the charts and the children's logs")
+	fs.BoolVar(&o.touch, "touch", true, "update one bench object before each child, so that the API server serves continue pages from its watch cache, "+
+		"as for a resource that changes; false measures a resource nobody wrote since the last etcd compaction (every 5 minutes), whose continue pages come from etcd")
 	fs.BoolVar(&o.memLimit, "memlimit", true, "also run every variant under GOMEMLIMIT = 1.5 x the floor + the baseline (needs the floor variant)")
 	fs.IntVar(&o.workers, "populate-workers", 32, "concurrent requests while populating")
 	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval of the children")

@@ -38,7 +38,11 @@ func (c *child) newOursInformer(opts toolscache.SharedIndexInformerOptions) (too
 		}
 		options = append(options, informer.WithEncodedStore(codecOpts...))
 	}
-	return informer.NewSharedIndexInformerWithOptions(c.lw, c.kind.example(), opts, options...), nil
+	lw := c.lw
+	if c.v.prefetch {
+		lw = newPrefetchLW(lw)
+	}
+	return informer.NewSharedIndexInformerWithOptions(lw, c.kind.example(), opts, options...), nil
 }
 func (v variant) pipelineStrategy() listerwatcher.Strategy {
 	if v.mode == streaming {

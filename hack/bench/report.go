@@ -58,7 +58,9 @@ type Report struct {
 	// PageSize is --page-size; negative: the informer sized its pages.
 	PageSize int64 `json:"pageSize"`
 	// Limits describes the children's client-side rate limit.
-	Limits   string  `json:"limits"`
+	Limits string `json:"limits"`
+	// Touched: a bench object was updated before each child (--touch).
+	Touched  bool    `json:"touched"`
 	GOGC     int     `json:"gogc"`
 	Runs     int     `json:"runs"`
 	MemLimit int64   `json:"memLimitBytes"`
@@ -79,6 +81,7 @@ func newReport(o options, vs []variant, phases []Phase, limit int64, total int, 
 		TotalObjects:  total,
 		PageSize:      o.pageSize,
 		Limits:        o.limits.String(),
+		Touched:       o.touch,
 		GOGC:          o.gogc,
 		Runs:          o.runs,
 		MemLimit:      limit,
@@ -305,8 +308,12 @@ func (r *Report) markdown() string {
 	if r.PageSize < 0 {
 		pages = fmt.Sprintf("our page sizes chosen by the informer (the floor's: %d)", floorPageSize(r.PageSize))
 	}
-	fmt.Fprintf(&b, "%d bench %s in %d namespaces (%d in the cluster in all), protobuf on the wire, **%s**, %s, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
-		r.Objects, r.Title, benchNamespaces, r.TotalObjects, r.Limits, pages, r.GOGC, r.Runs)
+	snapshots := "one bench object updated before each child (continue pages served from the watch cache)"
+	if !r.Touched {
+		snapshots = "no update before the children (--touch=false: continue pages from etcd once the resource is unwritten since the last compaction)"
+	}
+	fmt.Fprintf(&b, "%d bench %s in %d namespaces (%d in the cluster in all), protobuf on the wire, **%s**, %s, %s, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
+		r.Objects, r.Title, benchNamespaces, r.TotalObjects, r.Limits, pages, snapshots, r.GOGC, r.Runs)
 	b.WriteString("Δ columns are heap MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns, in MiB). " +
 		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *steady*: heap after GC at the end; " +
 		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +

@@ -169,6 +169,11 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	}
 	defer logFile.Close()
 
+	if m.o.touch {
+		if err := m.touch(ctx); err != nil {
+			return nil, err
+		}
+	}
 	ch := planChurn(m.o.objects, v.churn)
 	timeout := max(10*time.Minute, time.Duration(m.total)*10*time.Millisecond)
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
@@ -248,6 +253,21 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	}
 	m.done++
 	return phases, nil
+}
+
+// touch gives bench object 0 a new revision: the API server's watch cache
+// then holds a snapshot at its newest resourceVersion, and serves the
+// continue pages of a LIST from it. Its snapshots go at every etcd
+// compaction (every 5 minutes), after which the continue pages of a
+// resource nobody wrote since are read from etcd, about 2.5 times slower per
+// object (100,000 RoleBindings, API server v1.37.2).
+func (m *measurer) touch(ctx context.Context) error {
+	m.revision++
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, revisionAnnotation, revision(m.revision))
+	if err := m.o.kind.patch(ctx, m.cs, m.o.kind.namespace(0), m.o.kind.name(0), patch); err != nil {
+		return fmt.Errorf("touch bench object 0: %w", err)
+	}
+	return nil
 }
 
 // talk runs the parent's side of the protocol: it forces a relist when the

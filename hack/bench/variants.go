@@ -55,6 +55,9 @@ type variant struct {
 	// encoded: ours on the encoded store (informer.WithEncodedStore);
 	// compress adds codec.WithCompression.
 	encoded, compress bool
+	// prefetch: our informer through prefetchLW, which reads the next LIST
+	// page while the informer stores the last one.
+	prefetch bool
 	// churn: before the forced relist, this percent of the bench objects
 	// is modified, and 1% deleted and created, while the watch is down;
 	// only the relist row is reported.
@@ -106,6 +109,8 @@ func variants() []variant {
 			desc: "client-go informer, KUBE_FEATURE_WatchListClient=false (LIST)"},
 		{name: "ours-listwatch", kind: informerKind, ours: true, mode: listing, relist: true,
 			desc: "leaninformer informer, ListWatch strategy (paged LIST)"},
+		{name: "ours-listwatch-prefetch", kind: informerKind, ours: true, mode: listing, relist: true, prefetch: true,
+			desc: "leaninformer informer, ListWatch strategy, reading the next page while storing the last (a design measured, not the informer's)"},
 		{name: "client-go-reflector", kind: noStoreKind, mode: streaming,
 			desc: "client-go Reflector into a store that keeps nothing (streaming list)"},
 		{name: "ours-pipeline-stream", kind: noStoreKind, ours: true, mode: streaming,
