@@ -58,6 +58,24 @@ func parentMain(args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: bench [flags]
+
+Measures leaninformer beside client-go's informer, each variant in fresh child
+processes, and writes results.md, results.json and charts to --out. Children
+use the client-side rate limit users get (--limits; the table header says
+which), and our informer sizes its LIST pages unless --page-size is given.
+
+  bench --objects 10000                                    # client-go's default rest.Config: QPS 5, burst 10
+  bench --objects 10000 --limits controller-runtime-v0.20  # QPS 20, burst 30
+  bench --objects 10000 --limits none                      # unthrottled (controller-runtime's GetConfig since v0.21)
+  bench --variants '^(client-go-list|ours-listwatch)(-churn(10|100))?$' --memlimit=false
+                                                           # ListWatch: sync, relist, relists after changes
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	kind := fs.String("kind", roleBindings.resource, "kind of objects to populate and list: "+strings.Join(kindNames(), ", ")+
 		" (pods get a node name and a running status, so use them with envtest, where no controller acts on them)")
 	fs.IntVar(&o.objects, "objects", 10000, "objects to populate and list")

@@ -10,8 +10,8 @@
 // clean sequence of restarts and live events.
 //
 // A Watcher's run is a sequence of phases, each a value with its own data:
-// listing (the next LIST request, and whether the consumer has seen this
-// restart begin), streaming, watching (the newest resourceVersion, and the
+// listing (the next LIST request, how far the listing got, and whether the
+// consumer has seen this restart begin), streaming, watching (the newest resourceVersion, and the
 // stream a streaming restart left open) and backing off. One transition
 // function performs a phase and returns the next. Every failure is
 // classified once, by the fault table in README.md (the same rules, row by
@@ -22,6 +22,12 @@
 // failure as a *Failure carrying its Decision, so an informer can call its
 // watch error handler for exactly the failures client-go would, and explain
 // the others in its sync status.
+//
+// LIST pages are sized so that a restart fits the burst of client-go's
+// default client-side rate limit: a first page of DefaultPageSize objects,
+// then what remains (remainingItemCount, or the previous listing's size)
+// shared over about 8 LISTs, each page at most 16 MiB of decoded objects.
+// WithPageSize fixes every page instead.
 //
 // Watcher.Relist asks a running Watcher for a new restart at once, for
 // instance after the ListerWatcher's options changed.
