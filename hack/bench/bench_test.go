@@ -16,10 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/leaninformer/leaninformer/internal/benchkit"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/testenv"
 )
@@ -159,13 +157,7 @@ func TestParseLimits(t *testing.T) {
 	}
 }
 
-func TestMedianAndLimit(t *testing.T) {
-	if got := median([]float64{5, 1, 3}); got != 3 {
-		t.Errorf("median of 3 = %v", got)
-	}
-	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
-		t.Errorf("median of 4 = %v", got)
-	}
+func TestMemLimitFromTheFloorsMedians(t *testing.T) {
 	phases := []Phase{
 		{Row: "floor", SteadyHeap: 10 << 20, BaselineRuntime: 6 << 20},
 		{Row: "floor", SteadyHeap: 30 << 20, BaselineRuntime: 8 << 20},
@@ -250,16 +242,16 @@ func TestSmoke(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cl, err := startCluster("")
+	cl, err := testenv.StartCluster("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := cl.stop(); err != nil {
+		if err := cl.Stop(); err != nil {
 			t.Errorf("stop envtest: %v", err)
 		}
 	}()
-	cs, err := kubernetes.NewForConfig(cl.cfg)
+	cs, err := kubernetes.NewForConfig(cl.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +265,7 @@ func TestSmoke(t *testing.T) {
 		{30, "30 of 30 bench RoleBindings exist, creating 0, deleting 10"},
 	} {
 		log.Reset()
-		total, err := populate(ctx, cs, roleBindings, step.n, 8, newProgress(&log))
+		total, err := populate(ctx, cs, roleBindings, step.n, 8, benchkit.NewProgress(&log))
 		if err != nil {
 			t.Fatalf("populate(%d): %v", step.n, err)
 		}
@@ -284,7 +276,7 @@ func TestSmoke(t *testing.T) {
 
 	o := options{
 		kind: roleBindings, objects: 30, runs: 1, pageSize: 7, limits: clientGoLimits, gogc: 100,
-		kubeconfig: writeAdminKubeconfig(t, cl.cfg),
+		kubeconfig: writeKubeconfigFile(t, cl),
 		variants:   smokeVariants,
 		out:        t.TempDir(), memLimit: true, touch: true, workers: 8, interval: 2 * time.Millisecond,
 		exe: os.Args[0], commandLine: "smoke",
@@ -352,7 +344,7 @@ func TestSmoke(t *testing.T) {
 	// The other kinds: the API server takes their objects as built (Pods
 	// with the status a kubelet sets), and a child lists them.
 	for _, k := range []objectKind{configMaps, pods} {
-		if _, err := populate(ctx, cs, k, 12, 8, newProgress(&log)); err != nil {
+		if _, err := populate(ctx, cs, k, 12, 8, benchkit.NewProgress(&log)); err != nil {
 			t.Fatalf("populate 12 %s: %v", k.title, err)
 		}
 		o.kind, o.objects, o.variants, o.memLimit, o.out = k, 12, "^ours-listwatch-intern$", false, t.TempDir()
@@ -375,16 +367,11 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
-// writeAdminKubeconfig writes cfg's credentials to a kubeconfig file.
-func writeAdminKubeconfig(t *testing.T, cfg *rest.Config) string {
+// writeKubeconfigFile writes a cluster's kubeconfig to a file for the children.
+func writeKubeconfigFile(t *testing.T, cl *testenv.Cluster) string {
 	t.Helper()
-	c := clientcmdapi.NewConfig()
-	c.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	c.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	c.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	c.CurrentContext = "envtest"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*c, path); err != nil {
+	if err := os.WriteFile(path, cl.Kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

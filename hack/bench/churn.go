@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/leaninformer/leaninformer/internal/benchkit"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 )
 
@@ -42,7 +43,7 @@ func planChurn(n, percent int) churn {
 
 // apply makes the changes through cs, setting the revision annotation of
 // the modified objects to rev.
-func (c churn) apply(ctx context.Context, cs kubernetes.Interface, k objectKind, rev, workers int, prog *progress) error {
+func (c churn) apply(ctx context.Context, cs kubernetes.Interface, k objectKind, rev, workers int, prog *benchkit.Progress) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, revisionAnnotation, revision(rev))
 	steps := []struct {
 		what string
@@ -59,8 +60,8 @@ func (c churn) apply(ctx context.Context, cs kubernetes.Interface, k objectKind,
 		}},
 	}
 	for _, s := range steps {
-		err := parallel(ctx, workers, len(s.idx), func(ctx context.Context, j int) error { return s.do(ctx, s.idx[j]) },
-			func(done int) { prog.set(fmt.Sprintf("churn: %s %d/%d %s", s.what, done, len(s.idx), k.title)) })
+		err := benchkit.Parallel(ctx, workers, len(s.idx), func(ctx context.Context, j int) error { return s.do(ctx, s.idx[j]) },
+			func(done int) { prog.Set(fmt.Sprintf("churn: %s %d/%d %s", s.what, done, len(s.idx), k.title)) })
 		if err != nil {
 			return fmt.Errorf("churn: %s %s: %w", s.what, k.title, err)
 		}

@@ -1,15 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
-	"os"
-	"runtime/metrics"
-	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/leaninformer/leaninformer/internal/benchkit"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 )
@@ -53,8 +47,8 @@ type baseline struct{ heap, rss, runtime uint64 }
 
 func measureBaseline() baseline {
 	heap := memstat.HeapAfterGC()
-	rss, _ := procStatus("VmRSS")
-	return baseline{heap: heap, rss: rss, runtime: runtimeBytes()}
+	rss, _ := benchkit.ProcStatus("VmRSS")
+	return baseline{heap: heap, rss: rss, runtime: memstat.RuntimeBytes()}
 }
 
 // window is one measured stretch of a child's life.
@@ -65,10 +59,10 @@ type window struct {
 }
 
 func startWindow(interval time.Duration) (*window, error) {
-	if err := resetPeakRSS(); err != nil {
+	if err := benchkit.ResetPeakRSS(); err != nil {
 		return nil, err
 	}
-	return &window{cpu0: processCPUSeconds(), gcCPU0: gcCPUSeconds(), start: time.Now(), sampler: memstat.Start(interval)}, nil
+	return &window{cpu0: benchkit.CPUSeconds(), gcCPU0: memstat.GCCPUSeconds(), start: time.Now(), sampler: memstat.Start(interval)}, nil
 }
 
 // stop ends the window and returns its figures; SyncSeconds runs from the
@@ -78,15 +72,15 @@ func startWindow(interval time.Duration) (*window, error) {
 func (w *window) stop(base baseline, row string) Phase {
 	end := time.Now()
 	peak := w.sampler.Stop()
-	rss, _ := procStatus("VmHWM")
-	gcCPU := gcCPUSeconds() - w.gcCPU0
-	cpu := processCPUSeconds() - w.cpu0
+	rss, _ := benchkit.ProcStatus("VmHWM")
+	gcCPU := memstat.GCCPUSeconds() - w.gcCPU0
+	cpu := benchkit.CPUSeconds() - w.cpu0
 	steady := memstat.HeapAfterGC()
 	return Phase{
 		Row:             row,
 		SyncSeconds:     end.Sub(w.start).Seconds(),
 		PeakHeap:        rel(peak.Heap, base.heap),
-		PeakLive:        rel(max(peak.Live, liveHeap()), base.heap),
+		PeakLive:        rel(max(peak.Live, memstat.LiveHeap()), base.heap),
 		SteadyHeap:      rel(steady, base.heap),
 		PeakRSS:         rss,
 		CPUSeconds:      cpu,
@@ -99,65 +93,3 @@ func (w *window) stop(base baseline, row string) Phase {
 }
 
 func rel(v, base uint64) int64 { return int64(v) - int64(base) }
-
-// resetPeakRSS resets the kernel's VmHWM to the current RSS (Linux >= 4.0),
-// so that a window's peak RSS is its own: getrusage in a child would report
-// the parent's peak, and VmHWM the process's whole life.
-func resetPeakRSS() error {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		return fmt.Errorf("reset peak RSS through /proc/self/clear_refs: %w", err)
-	}
-	return nil
-}
-
-// procStatus returns a "kB" field of /proc/self/status in bytes.
-func procStatus(field string) (uint64, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for s.Scan() {
-		name, value, ok := bytes.Cut(s.Bytes(), []byte(":"))
-		if !ok || string(name) != field {
-			continue
-		}
-		num, _, _ := bytes.Cut(bytes.TrimSpace(value), []byte(" "))
-		kb, err := strconv.ParseUint(string(num), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/self/status %s: %w", field, err)
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("/proc/self/status has no %s", field)
-}
-
-// liveHeap is the live heap the last GC marked.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// processCPUSeconds is the CPU time the process has used, all threads.
-func processCPUSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-func gcCPUSeconds() float64 {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(s)
-	return s[0].Value.Float64()
-}
-
-// runtimeBytes is the memory GOMEMLIMIT counts: everything the Go runtime
-// has mapped minus what it returned to the OS.
-func runtimeBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64() - s[1].Value.Uint64()
-}

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/leaninformer/leaninformer/internal/benchkit"
 )
 
 // Row is one line of a results table: the medians of a row's runs.
@@ -35,26 +33,17 @@ type Goal struct {
 	Met    bool    `json:"met"`
 }
 
-// Machine describes where the benchmark ran.
-type Machine struct {
-	CPU       string `json:"cpu"`
-	Cores     int    `json:"cores"`
-	MemoryGiB int    `json:"memoryGiB"`
-	Kernel    string `json:"kernel"`
-	Go        string `json:"go"`
-}
-
 // Report is everything results.json holds.
 type Report struct {
 	Command string `json:"command"`
 	// Kind is the resource measured: rolebindings, configmaps or pods.
-	Kind          string  `json:"kind"`
-	Title         string  `json:"-"`
-	Date          string  `json:"date"`
-	Machine       Machine `json:"machine"`
-	ServerVersion string  `json:"serverVersion"`
-	Objects       int     `json:"objects"`
-	TotalObjects  int     `json:"totalObjects"`
+	Kind          string           `json:"kind"`
+	Title         string           `json:"-"`
+	Date          string           `json:"date"`
+	Machine       benchkit.Machine `json:"machine"`
+	ServerVersion string           `json:"serverVersion"`
+	Objects       int              `json:"objects"`
+	TotalObjects  int              `json:"totalObjects"`
 	// PageSize is --page-size; negative: the informer sized its pages.
 	PageSize int64 `json:"pageSize"`
 	// Limits describes the children's client-side rate limit.
@@ -75,7 +64,7 @@ func newReport(o options, vs []variant, phases []Phase, limit int64, total int, 
 		Kind:          o.kind.resource,
 		Title:         o.kind.title,
 		Date:          time.Now().UTC().Format(time.RFC3339),
-		Machine:       machine(),
+		Machine:       benchkit.DescribeMachine(),
 		ServerVersion: serverVersion,
 		Objects:       o.objects,
 		TotalObjects:  total,
@@ -124,7 +113,7 @@ func aggregate(name, desc string, limit int64, phases []Phase) (Row, bool) {
 		for i, p := range ps {
 			xs[i] = get(p)
 		}
-		return median(xs)
+		return benchkit.Median(xs)
 	}
 	m := Phase{
 		Row:             name,
@@ -144,18 +133,6 @@ func aggregate(name, desc string, limit int64, phases []Phase) (Row, bool) {
 		Requests:        ps[0].Requests,
 	}
 	return Row{Name: name, Desc: desc, MemLimit: limit, Runs: len(ps), Median: m}, true
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func (r *Report) row(name string, limit int64) (Row, bool) {
@@ -351,27 +328,4 @@ func (r *Report) markdown() string {
 		}
 	}
 	return b.String()
-}
-
-func machine() Machine {
-	m := Machine{CPU: "unknown", Cores: runtime.NumCPU(), Go: runtime.Version()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		s := bufio.NewScanner(bytes.NewReader(b))
-		for s.Scan() {
-			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int
-		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
-			m.MemoryGiB = (kb + 1<<19) >> 20
-		}
-	}
-	return m
 }

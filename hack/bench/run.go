@@ -18,7 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/leaninformer/leaninformer/internal/benchkit"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
+	"github.com/leaninformer/leaninformer/internal/testenv"
 )
 
 // run is the parent: cluster, population, children, report.
@@ -37,21 +39,21 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 
-	prog := newProgress(stderr)
+	prog := benchkit.NewProgress(stderr)
 	started := time.Now()
 	if o.kubeconfig == "" {
-		prog.step("starting kube-apiserver and etcd (envtest)")
+		prog.Step("starting kube-apiserver and etcd (envtest)")
 	}
-	cl, err := startCluster(o.kubeconfig)
+	cl, err := testenv.StartCluster(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if stopErr := cl.stop(); stopErr != nil && err == nil {
+		if stopErr := cl.Stop(); stopErr != nil && err == nil {
 			err = fmt.Errorf("stop envtest: %w", stopErr)
 		}
 	}()
-	admin := rest.CopyConfig(cl.cfg)
+	admin := rest.CopyConfig(cl.Config)
 	admin.QPS, admin.Burst = 5000, 10000
 	cs, err := kubernetes.NewForConfig(admin)
 	if err != nil {
@@ -65,7 +67,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	prog.finish(fmt.Sprintf("populate: the cluster holds %d bench %s, %d in all (%s)", o.objects, o.kind.title, total, since(started)))
+	prog.Finish(fmt.Sprintf("populate: the cluster holds %d bench %s, %d in all (%s)", o.objects, o.kind.title, total, since(started)))
 
 	m := &measurer{o: o, admin: admin, cs: cs, total: total, prog: prog, dir: o.out, revision: int(time.Now().Unix())}
 	m.jobs = len(selected) * o.runs
@@ -97,7 +99,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 			}
 		}
 	}
-	prog.finish(fmt.Sprintf("measured %d children in %s", m.done, since(started)))
+	prog.Finish(fmt.Sprintf("measured %d children in %s", m.done, since(started)))
 
 	rep := newReport(o, selected, phases, limit, total, serverVersion)
 	return rep.write(o.out, stdout)
@@ -129,7 +131,7 @@ func memLimitFrom(phases []Phase) (int64, error) {
 	if len(floor) == 0 {
 		return 0, errors.New("GOMEMLIMIT needs the floor variant's figures")
 	}
-	return int64(1.5*median(floor) + median(base)), nil
+	return int64(1.5*benchkit.Median(floor) + benchkit.Median(base)), nil
 }
 
 // measurer runs children one at a time.
@@ -138,7 +140,7 @@ type measurer struct {
 	admin      *rest.Config
 	cs         kubernetes.Interface // admin
 	total      int
-	prog       *progress
+	prog       *benchkit.Progress
 	dir        string
 	jobs, done int
 	revision   int // the revision annotation the last churn set
@@ -151,7 +153,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	if memLimit > 0 {
 		label += fmt.Sprintf(" GOMEMLIMIT=%.0fMiB", mib(memLimit))
 	}
-	m.prog.step(fmt.Sprintf("measure [%d/%d] %s", m.done+1, m.jobs, label))
+	m.prog.Step(fmt.Sprintf("measure [%d/%d] %s", m.done+1, m.jobs, label))
 
 	proxy, err := faultproxy.New(m.admin)
 	if err != nil {
@@ -331,55 +333,4 @@ func tail(path string, n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// progress keeps one status line on stderr up to date. When stderr is not
-// a terminal (CI logs), it prints whole lines instead, and of the frequent
-// updates only one every few seconds.
-type progress struct {
-	w       io.Writer
-	tty     bool
-	last    int
-	printed time.Time
-}
-
-func newProgress(w io.Writer) *progress {
-	f, ok := w.(*os.File)
-	tty := false
-	if ok {
-		if fi, err := f.Stat(); err == nil {
-			tty = fi.Mode()&os.ModeCharDevice != 0
-		}
-	}
-	return &progress{w: w, tty: tty}
-}
-
-// set shows s, an update that may be dropped in a log.
-func (p *progress) set(s string) {
-	if !p.tty && time.Since(p.printed) < 5*time.Second {
-		return
-	}
-	p.show(s)
-}
-
-// step shows s, the start of a step.
-func (p *progress) step(s string) { p.show(s) }
-
-func (p *progress) show(s string) {
-	p.printed = time.Now()
-	if !p.tty {
-		fmt.Fprintln(p.w, s)
-		return
-	}
-	fmt.Fprintf(p.w, "\r%s%s", s, strings.Repeat(" ", max(0, p.last-len(s))))
-	p.last = len(s)
-}
-
-// finish shows s and ends the status line.
-func (p *progress) finish(s string) {
-	p.show(s)
-	if p.tty {
-		fmt.Fprintln(p.w)
-		p.last = 0
-	}
 }

@@ -1,6 +1,7 @@
 // Package memstat measures Go heap use for benchmarks: the sampled peak of
-// heap objects, the largest live heap a GC marked, and the heap after a full
-// collection. It reads runtime/metrics, which costs no stop-the-world.
+// heap objects, the largest live heap a GC marked, the heap after a full
+// collection, and the GC's CPU time. It reads runtime/metrics, which costs no
+// stop-the-world.
 package memstat
 
 import (
@@ -11,9 +12,12 @@ import (
 )
 
 const (
-	heapObjects = "/memory/classes/heap/objects:bytes"
-	heapLive    = "/gc/heap/live:bytes"
-	gcCycles    = "/gc/cycles/total:gc-cycles"
+	heapObjects  = "/memory/classes/heap/objects:bytes"
+	heapLive     = "/gc/heap/live:bytes"
+	gcCycles     = "/gc/cycles/total:gc-cycles"
+	gcCPU        = "/cpu/classes/gc/total:cpu-seconds"
+	memoryTotal  = "/memory/classes/total:bytes"
+	heapReleased = "/memory/classes/heap/released:bytes"
 )
 
 // Peak is what a Sampler saw between Start and Stop.
@@ -95,6 +99,42 @@ func (s *Sampler) Stop() Peak {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.peak
+}
+
+// Snapshot is the heap at one moment.
+type Snapshot struct {
+	// Heap is the size of heap objects, live or not yet collected.
+	Heap uint64
+	// Live is the live heap the last GC marked.
+	Live uint64
+	// GCs is the number of GC cycles completed since the program started.
+	GCs uint64
+}
+
+// Read returns the heap now.
+func Read() Snapshot {
+	samples := newSamples()
+	metrics.Read(samples)
+	return Snapshot{Heap: samples[0].Value.Uint64(), Live: samples[1].Value.Uint64(), GCs: samples[2].Value.Uint64()}
+}
+
+// LiveHeap is the live heap the last GC marked.
+func LiveHeap() uint64 { return Read().Live }
+
+// GCCPUSeconds is the Go runtime's estimate of the CPU time its garbage
+// collector has used since the program started.
+func GCCPUSeconds() float64 {
+	s := []metrics.Sample{{Name: gcCPU}}
+	metrics.Read(s)
+	return s[0].Value.Float64()
+}
+
+// RuntimeBytes is the memory GOMEMLIMIT counts: everything the Go runtime
+// has mapped minus what it returned to the OS.
+func RuntimeBytes() uint64 {
+	s := []metrics.Sample{{Name: memoryTotal}, {Name: heapReleased}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }
 
 // HeapAfterGC runs two full collections (the second one frees what the

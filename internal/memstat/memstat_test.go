@@ -37,3 +37,21 @@ func TestSamplerSeesAllocationPeak(t *testing.T) {
 		t.Errorf("heap after release = %.1f MiB, baseline %.1f MiB", MiB(after), MiB(base))
 	}
 }
+
+func TestReadFollowsAllocations(t *testing.T) {
+	before := HeapAfterGC()
+	gcs := Read().GCs
+	sink = append(sink, make([]byte, 32<<20))
+	now := Read()
+	if now.Heap < before+30<<20 {
+		t.Errorf("heap read after allocating 32 MiB = %.1f MiB, before %.1f MiB", MiB(now.Heap), MiB(before))
+	}
+	runtime.GC()
+	if after := Read(); after.GCs <= gcs || after.Live < 30<<20 || LiveHeap() != after.Live {
+		t.Errorf("after a GC with 32 MiB live: %+v (GCs before %d), LiveHeap %d", after, gcs, LiveHeap())
+	}
+	sink = nil
+	if RuntimeBytes() < 32<<20 || GCCPUSeconds() < 0 {
+		t.Errorf("runtime memory %d bytes, GC CPU %v s: want at least the heap, and no negative time", RuntimeBytes(), GCCPUSeconds())
+	}
+}
