@@ -9,7 +9,7 @@ GO_TEST_FLAGS ?= -race -timeout 45m
 # hack/envtest-binaries.sh builds (once) and prints the cached folder.
 ASSETS = $(or $(KUBEBUILDER_ASSETS),$(shell hack/envtest-binaries.sh))
 
-.PHONY: all test unit vet lint envtest-binaries bench chaos clean
+.PHONY: all test unit vet lint envtest-binaries bench load chaos clean
 
 all: test
 
@@ -42,6 +42,17 @@ bench:
 	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
 	$(GO) build -o _output/bench/bench ./hack/bench && \
 	KUBEBUILDER_ASSETS="$$assets" _output/bench/bench $(BENCH_FLAGS)
+
+# load: hack/load, informers under sustained update rates with a fast and a
+# slow handler, side by side with client-go, on a real API server (envtest, or
+# --kubeconfig) and on the fake one; results in _output/load/. About 25 minutes
+# with the defaults. Flags go through LOAD_FLAGS, e.g.
+# make load LOAD_FLAGS='--backends fake --rates 5000,max --runs 3'.
+LOAD_FLAGS ?=
+load:
+	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
+	$(GO) build -o _output/load/load ./hack/load && \
+	KUBEBUILDER_ASSETS="$$assets" _output/load/load $(LOAD_FLAGS)
 
 # chaos: the long chaos schedule (its own API server) and the long soak
 # (test/envtest labels chaos and soak), then a short run of each fuzz target.

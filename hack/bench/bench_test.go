@@ -218,11 +218,6 @@ func TestChartIsValidSVG(t *testing.T) {
 	if n := bytes.Count(svg, []byte("<title>")); n != len(rows)*len(series) {
 		t.Errorf("chart has %d bars, want %d", n, len(rows)*len(series))
 	}
-	for _, raw := range []float64{0.3, 7, 42, 180} {
-		if s := niceStep(raw); s < raw || s > 5*raw {
-			t.Errorf("niceStep(%v) = %v", raw, s)
-		}
-	}
 }
 
 // smokeVariants are what TestSmoke runs besides the floor: those of them

@@ -5,6 +5,8 @@ import (
 	"html"
 	"math"
 	"strings"
+
+	"github.com/leaninformer/leaninformer/internal/benchkit"
 )
 
 // series are the bars drawn for each row, top to bottom.
@@ -40,7 +42,7 @@ func chartSVG(title string, rows []Row) []byte {
 			maxMiB = max(maxMiB, mib(float64(s.value(r.Median))))
 		}
 	}
-	step := niceStep(maxMiB / 6)
+	step := benchkit.AxisStep(maxMiB / 6)
 	maxMiB = math.Ceil(maxMiB/step) * step
 	x := func(v float64) float64 { return labelW + plotW*max(0, v)/maxMiB }
 
@@ -70,18 +72,4 @@ func chartSVG(title string, rows []Row) []byte {
 	}
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
-}
-
-// niceStep rounds a raw axis step up to 1, 2 or 5 times a power of ten.
-func niceStep(raw float64) float64 {
-	if raw <= 0 {
-		return 1
-	}
-	pow := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if raw <= m*pow {
-			return m * pow
-		}
-	}
-	return 10 * pow
 }

@@ -37,6 +37,14 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+func TestAxisStep(t *testing.T) {
+	for raw, want := range map[float64]float64{0.3: 0.5, 7: 10, 42: 50, 180: 200, 1: 1, 0: 1, -3: 1} {
+		if got := AxisStep(raw); got != want {
+			t.Errorf("AxisStep(%v) = %v, want %v", raw, got, want)
+		}
+	}
+}
+
 func TestParallel(t *testing.T) {
 	var sum atomic.Int64
 	var last int
@@ -79,6 +87,9 @@ func TestProcessFigures(t *testing.T) {
 	cpu := CPUSeconds()
 	for x := 0; CPUSeconds() == cpu; x++ { // spin until the kernel accounts a tick
 		_ = x * x
+	}
+	if l, err := LoadAverage(); err != nil || l < 0 {
+		t.Errorf("LoadAverage() = %v, %v", l, err)
 	}
 	if m := DescribeMachine(); m.Cores < 1 || m.Go == "" || !strings.Contains(m.String(), "cores") {
 		t.Errorf("DescribeMachine() = %+v (%s)", m, m)

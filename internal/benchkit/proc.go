@@ -52,3 +52,19 @@ func ProcStatus(field string) (uint64, error) {
 	}
 	return 0, fmt.Errorf("/proc/self/status has no %s", field)
 }
+
+// LoadAverage returns the machine's load average over the last minute
+// (/proc/loadavg): how many runnable tasks shared its cores, other
+// programs' included.
+func LoadAverage() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := bytes.Cut(b, []byte(" "))
+	v, err := strconv.ParseFloat(string(first), 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/loadavg: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/leaninformer/leaninformer/pkg/informer"
+)
+
+// informerVariant is one informer measured under load, each run in its own
+// child process.
+type informerVariant struct {
+	name string
+	desc string
+	new  func(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer
+}
+
+// informerVariants are the informers in table order, each with its default
+// settings, as users run them.
+var informerVariants = []informerVariant{
+	{
+		name: "client-go",
+		desc: "client-go v0.37.2's SharedIndexInformer, default feature gates (streaming list)",
+		new: func(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer {
+			return toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, opts)
+		},
+	},
+	{
+		name: "ours",
+		desc: "leaninformer's SharedIndexInformer, default options (Auto strategy, metrics on)",
+		new: func(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer {
+			return informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, opts)
+		},
+	},
+}
+
+func informerNames() []string {
+	var names []string
+	for _, v := range informerVariants {
+		names = append(names, v.name)
+	}
+	return names
+}
+
+func findInformer(name string) (informerVariant, error) {
+	for _, v := range informerVariants {
+		if v.name == name {
+			return v, nil
+		}
+	}
+	return informerVariant{}, fmt.Errorf("unknown informer %q (known: %s)", name, strings.Join(informerNames(), ", "))
+}
+
+// handlerSet is which handlers an informer runs: the fast one alone, or the
+// fast one beside a slow one (slowHandlerDelay per call), each with its own
+// queue.
+type handlerSet string
+
+const (
+	fastOnly    handlerSet = "fast"
+	fastAndSlow handlerSet = "fast+slow"
+)
+
+func parseHandlerSet(s string) (handlerSet, error) {
+	switch hs := handlerSet(s); hs {
+	case fastOnly, fastAndSlow:
+		return hs, nil
+	}
+	return "", fmt.Errorf("unknown handler set %q (known: %s, %s)", s, fastOnly, fastAndSlow)
+}
+
+func (hs handlerSet) slow() bool { return hs == fastAndSlow }

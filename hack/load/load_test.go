@@ -1,0 +1,386 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/testenv"
+)
+
+// TestMain lets the test binary serve as the smoke tests' child process.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		os.Exit(childMain(os.Args[2:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func TestLatencyQuantiles(t *testing.T) {
+	var h latencies
+	if h.quantile(0.5) != 0 {
+		t.Error("an empty histogram has a median")
+	}
+	// 1..100,000 µs: the q-quantile is q*100 ms.
+	for i := 1; i <= 100000; i++ {
+		h.record(time.Duration(i) * time.Microsecond)
+	}
+	h.record(-time.Second) // a clock step: counted as 0
+	if h.count() != 100001 {
+		t.Fatalf("count = %d", h.count())
+	}
+	for _, q := range []float64{0.01, 0.5, 0.9, 0.99} {
+		want := q * 100 * float64(time.Millisecond)
+		if got := float64(h.quantile(q)); math.Abs(got-want)/want > 1.0/64 {
+			t.Errorf("quantile(%v) = %v, want %v within 1/64", q, time.Duration(got), time.Duration(want))
+		}
+	}
+	if got := h.quantile(1); got != 100*time.Millisecond {
+		t.Errorf("max = %v, want exactly 100ms", got)
+	}
+	for _, d := range []time.Duration{0, 1, 127, 128, 129, 1000, 1 << 40, math.MaxInt64} {
+		if i := bucketOf(d); i < 0 || i >= histBuckets {
+			t.Fatalf("bucketOf(%d) = %d, outside [0, %d)", d, i, histBuckets)
+		}
+		mid := bucketMid(bucketOf(d))
+		if d >= histExact && math.Abs(float64(mid)-float64(d))/float64(d) > 1.0/64 {
+			t.Errorf("bucket of %d has its middle at %d", d, mid)
+		}
+	}
+}
+
+func TestScheduleKeepsTheRate(t *testing.T) {
+	var calls atomic.Int64
+	start := time.Now()
+	n, err := schedule{rate: 200, duration: 500 * time.Millisecond, workers: 3}.run(context.Background(), func(context.Context, int) error {
+		calls.Add(1)
+		return nil
+	})
+	elapsed := time.Since(start)
+	// 200/s for 0.5 s: the writes due at 0, 5, ..., 495 ms.
+	if err != nil || n != 100 || calls.Load() != 100 {
+		t.Errorf("run = %d, %v after %d calls; want 100 writes", n, err, calls.Load())
+	}
+	if elapsed < 490*time.Millisecond {
+		t.Errorf("100 writes at 200/s took %v, want about 500ms", elapsed)
+	}
+
+	boom := errors.New("boom")
+	n, err = schedule{rate: 0, duration: time.Minute, workers: 2}.run(context.Background(), func(_ context.Context, i int) error {
+		if i == 10 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "write 10") || n > 11 {
+		t.Errorf("a failing write: %d writes, error %v; want it named and the schedule stopped", n, err)
+	}
+
+	// A closed loop: ready holds every write back while 5 are in flight.
+	var written, seen atomic.Int64
+	ready := func() bool { return written.Load()-seen.Load() < 5 }
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				seen.Store(written.Load()) // a consumer catching up every 10 ms
+			}
+		}
+	}()
+	n, err = schedule{duration: 200 * time.Millisecond, workers: 1, ready: ready}.run(context.Background(), func(context.Context, int) error {
+		if written.Load()-seen.Load() >= 5 {
+			return errors.New("wrote past the window")
+		}
+		written.Add(1)
+		return nil
+	})
+	close(stop)
+	if err != nil || n < 5 || n > 5*25 {
+		t.Errorf("closed loop: %d writes, %v; want between one window and one per 2 ms", n, err)
+	}
+	if _, err := (schedule{duration: time.Second}).run(context.Background(), nil); err == nil {
+		t.Error("a schedule without workers ran")
+	}
+}
+
+func TestSlowHandlerAveragesItsDelay(t *testing.T) {
+	h := &handler{delay: time.Millisecond}
+	obj := configMap(1)
+	start := time.Now()
+	for range 200 {
+		h.OnUpdate(obj, obj)
+	}
+	// 200 calls of 1 ms each; a sleep's overshoot is paid back by the next
+	// calls, so the whole stays near 200 ms however coarse the timer.
+	if elapsed := time.Since(start); elapsed < 200*time.Millisecond || elapsed > 300*time.Millisecond {
+		t.Errorf("200 calls of a 1 ms handler took %v, want about 200ms", elapsed)
+	}
+	if h.updates.Load() != 200 || h.windowUpdates.Load() != 0 {
+		t.Errorf("updates %d, window updates %d: want 200, and none outside a window", h.updates.Load(), h.windowUpdates.Load())
+	}
+}
+
+func TestHandlerMeasuresFromTheWriteTime(t *testing.T) {
+	h := &handler{}
+	h.recording.Store(true)
+	obj := configMap(1)
+	obj.Annotations = map[string]string{writtenAtAnnotation: stamp(time.Now().Add(-30 * time.Millisecond))}
+	h.OnUpdate(nil, obj)
+	h.OnUpdate(nil, configMap(2)) // no annotation
+	f := h.figures(3, 1)
+	if f.Calls != 2 || f.Unstamped != 1 || f.Backlog != 1 || f.P50Ms < 30 || f.P50Ms > 1000 {
+		t.Errorf("figures %+v: want 2 calls, 1 unstamped, backlog 1, a latency of 30 ms or a little more", f)
+	}
+	if _, ok := writtenAt(&metav1.Status{}); ok {
+		t.Error("a Status has a write time")
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	var stderr bytes.Buffer
+	o, err := parseOptions([]string{"--backends", "fake", "--rates", "100, max", "--handlers", "fast+slow", "--informers", "ours"}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.backends) != 1 || len(o.rates) != 2 || o.rates[1] != 0 || o.handlerSets[0] != fastAndSlow || o.informers[0].name != "ours" {
+		t.Errorf("parsed %+v", o)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--rates 0", `rate "0"`},
+		{"--rates fast", `rate "fast"`},
+		{"--backends kind", `unknown backend "kind"`},
+		{"--handlers slow", `unknown handler set "slow"`},
+		{"--informers upstream", `unknown informer "upstream"`},
+		{"--rates ,", "--rates is empty"},
+		{"--objects 0", "--objects must be positive"},
+		{"--duration 0s", "--duration must be positive"},
+		{"--inflight 0", "--inflight must be positive"},
+	} {
+		if _, err := parseOptions(strings.Fields(tc.args), &stderr); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseOptions(%s) error %v, want one saying %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestJobsSkipTheSlowHandlerAtMaxAndAlternate(t *testing.T) {
+	o := options{rates: []float64{500, 0}, handlerSets: []handlerSet{fastOnly, fastAndSlow}, informers: informerVariants, runs: 2}
+	var got []string
+	for _, j := range o.jobs(fakeBackend) {
+		got = append(got, j.String())
+	}
+	want := []string{
+		"fake 500/s fast client-go run 1", "fake 500/s fast ours run 1", "fake 500/s fast ours run 2", "fake 500/s fast client-go run 2",
+		"fake 500/s fast+slow client-go run 1", "fake 500/s fast+slow ours run 1", "fake 500/s fast+slow ours run 2", "fake 500/s fast+slow client-go run 2",
+		"fake max/s fast client-go run 1", "fake max/s fast ours run 1", "fake max/s fast ours run 2", "fake max/s fast client-go run 2",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("jobs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	o.slowAtMax = true
+	if n := len(o.jobs(fakeBackend)); n != 16 {
+		t.Errorf("with --slow-at-max: %d jobs, want 16", n)
+	}
+}
+
+func TestGoals(t *testing.T) {
+	row := func(inf string, rate float64, writes, calls int64, perSecond, p99 float64) Row {
+		return Row{Backend: fakeBackend, Rate: rate, Handlers: string(fastOnly), Informer: inf,
+			Median: Result{Rate: rate, Writes: writes, Fast: Handler{Calls: calls, PerSecond: perSecond, P99Ms: p99}}}
+	}
+	gs := goals([]Row{
+		// At a target rate, throughput is the share of the writes: 59,999
+		// of 60,000 rounds to the same as all of 60,100.
+		row("client-go", 1000, 60100, 60100, 1001, 10),
+		row("ours", 1000, 60000, 59999, 999, 10.004),
+		row("client-go", 0, 0, 0, 20000, 50),
+		row("ours", 0, 0, 0, 19000, 40),
+	})
+	want := []string{
+		"fake 1000/s fast fast handler: throughput >= client-go's 1.000 true",
+		"fake 1000/s fast fast handler: p99 latency <= client-go's 1.000 true",
+		"fake max/s fast fast handler: throughput >= client-go's 0.950 false",
+		"fake max/s fast fast handler: p99 latency <= client-go's 0.800 true",
+	}
+	var got []string
+	for _, g := range gs {
+		got = append(got, fmt.Sprintf("%s %s %.3f %v", g.Scenario, g.Goal, g.Ratio, g.Met))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("goals:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestHeapChartIsValidSVG(t *testing.T) {
+	series := func(scale int64) []Sample {
+		return []Sample{{Seconds: 0, Heap: 0, Live: -1 << 20}, {Seconds: 30, Heap: scale << 20, Live: scale << 19}, {Seconds: 61, Heap: 2 * scale << 20, Live: scale << 20}}
+	}
+	svg := heapChartSVG("a <title> & more", []line{{"client-go", series(100)}, {"ours", series(40)}})
+	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+		t.Fatalf("chart is not well-formed XML: %v\n%s", err, svg)
+	}
+	if n := bytes.Count(svg, []byte("<polyline")); n != 4 {
+		t.Errorf("chart has %d lines, want 4 (heap and live per informer)", n)
+	}
+}
+
+// smokeOptions are a run small enough for go test.
+func smokeOptions(t *testing.T, backend string) options {
+	t.Helper()
+	o, err := parseOptions([]string{
+		"--backends", backend, "--rates", "200,max", "--objects", "300", "--duration", "2s",
+		"--sample-interval", "100ms", "--writers", "8", "--inflight", "50", "--out", t.TempDir(),
+	}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.exe = os.Args[0] // this test binary, see TestMain
+	return o
+}
+
+// runSmoke runs o and checks what every backend's report must hold: a row
+// per informer and scenario, every write delivered, no relist, figures that
+// add up, and a heap chart per rate run with the slow handler.
+func runSmoke(t *testing.T, ctx context.Context, o options) *Report {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, o, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	// 200/s: fast, fast+slow; max: fast alone; two informers each.
+	if len(rep.Rows) != 6 || len(rep.AllRuns) != 6 {
+		t.Fatalf("%d rows from %d runs, want 6 of each:\n%s", len(rep.Rows), len(rep.AllRuns), stdout.String())
+	}
+	for _, row := range rep.Rows {
+		m := row.Median
+		name := row.scenario() + " " + row.Informer
+		if m.Writes < 50 || m.Missed != 0 || m.Relists != 0 || m.Fast.Calls == 0 || m.Fast.Unstamped != 0 {
+			t.Errorf("%s: %d writes, %d missed, %d relists, fast handler %+v", name, m.Writes, m.Missed, m.Relists, m.Fast)
+		}
+		if m.Fast.P50Ms <= 0 || m.Fast.P99Ms < m.Fast.P50Ms || m.Fast.MaxMs < m.Fast.P99Ms {
+			t.Errorf("%s: fast handler latencies %+v are not ordered", name, m.Fast)
+		}
+		if m.PeakLive <= 0 || m.CPUSeconds <= 0 || m.BaselineHeap == 0 || len(m.Series) < 10 {
+			t.Errorf("%s: implausible figures %+v", name, m)
+		}
+		if (m.Slow != nil) != (row.Handlers == string(fastAndSlow)) {
+			t.Errorf("%s: slow handler figures %+v", name, m.Slow)
+		}
+		if m.Slow != nil && (m.Slow.Calls == 0 || m.Slow.Calls+m.Slow.Backlog != m.Writes) {
+			t.Errorf("%s: slow handler %+v does not account for the %d writes", name, *m.Slow, m.Writes)
+		}
+		if row.Rate > 0 && math.Abs(float64(m.Writes)/m.WindowSeconds-row.Rate) > row.Rate/4 {
+			t.Errorf("%s: %d writes in %.1f s, want about %v/s", name, m.Writes, m.WindowSeconds, row.Rate)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(o.out, "results.md"))
+	if err != nil || string(md) != stdout.String() {
+		t.Errorf("results.md (err %v) differs from stdout", err)
+	}
+	svg, err := os.ReadFile(filepath.Join(o.out, chartName(o.backends[0], 200)))
+	if err != nil || xml.Unmarshal(svg, new(struct{})) != nil {
+		t.Errorf("heap chart missing or not XML: %v", err)
+	}
+	return &rep
+}
+
+// TestSmokeFake runs the whole program on the fake backend: children (this
+// test binary), their in-process fake servers and writers.
+func TestSmokeFake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs six child processes for a few seconds each")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep := runSmoke(t, ctx, smokeOptions(t, fakeBackend))
+	for _, row := range rep.Rows {
+		// The closed loop keeps at most --inflight writes ahead: the
+		// backlog at the end cannot exceed it.
+		if row.Rate == 0 && row.Median.Fast.Backlog > 50 {
+			t.Errorf("%s %s: backlog %d at the max rate, want at most --inflight 50", row.scenario(), row.Informer, row.Median.Fast.Backlog)
+		}
+	}
+}
+
+// TestSmokeEnvtest runs the whole program on a real API server, which the
+// parent writes to while the children watch. The cluster holds more load
+// ConfigMaps than the run asks for, as after an earlier, larger run: the
+// parent must delete them, or the children's store checks fail.
+func TestSmokeEnvtest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	if _, err := testenv.AssetsDir(); err != nil {
+		t.Skipf("no envtest binaries: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl, err := testenv.StartCluster("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	}()
+	cs, err := kubernetes.NewForConfig(cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := populate(ctx, cs, 320, 8, benchkit.NewProgress(io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+
+	o := smokeOptions(t, envtestBackend)
+	o.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(o.kubeconfig, cl.Kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := runSmoke(t, ctx, o)
+	if rep.ServerVersion == "" || rep.ServerVersion == "unknown" {
+		t.Errorf("server version %q", rep.ServerVersion)
+	}
+	list, err := cs.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: loadLabel + "=" + loadLabelValue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 300 {
+		t.Errorf("the cluster holds %d load ConfigMaps after a run of 300, want 300", len(list.Items))
+	}
+	stamped := 0
+	for _, cm := range list.Items {
+		if _, ok := writtenAt(&cm); ok {
+			stamped++
+		}
+	}
+	if stamped == 0 {
+		t.Error("no load ConfigMap carries a write time: the parent wrote nothing")
+	}
+}

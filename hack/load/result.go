@@ -1,0 +1,77 @@
+package main
+
+// Result is what one child measured: one informer, one handler set, one
+// write rate, over one window of writes. Heap figures are bytes above the
+// child's baseline (its heap after GC before the informer started).
+type Result struct {
+	Backend  string `json:"backend"`
+	Informer string `json:"informer"`
+	Handlers string `json:"handlers"`
+	// Rate is the target write rate per second; 0 is as fast as the writes
+	// go (envtest) or the fast handler keeps up (fake, a closed loop).
+	Rate    float64 `json:"rate"`
+	Run     int     `json:"run"`
+	Objects int     `json:"objects"`
+	// WindowSeconds is how long the writes went on.
+	WindowSeconds float64 `json:"windowSeconds"`
+	Writes        int64   `json:"writes"`
+	Fast          Handler `json:"fast"`
+	// Slow is nil without the slow handler.
+	Slow *Handler `json:"slow,omitempty"`
+	// PeakHeap is the largest sampled size of heap objects in the window,
+	// garbage included; PeakLive the largest live heap a GC marked; EndHeap
+	// the heap after a full GC at the window's end (what the queues hold).
+	PeakHeap     int64  `json:"peakHeapBytes"`
+	PeakLive     int64  `json:"peakLiveBytes"`
+	EndHeap      int64  `json:"endHeapBytes"`
+	BaselineHeap uint64 `json:"baselineHeapBytes"`
+	// PeakRSS is the process's VmHWM (absolute), reset when the window began.
+	PeakRSS uint64 `json:"peakRSSBytes"`
+	// CPUSeconds is the process's CPU time over the window (user and
+	// system, all threads); with the fake backend it includes the fake
+	// server and the writer, the same for every informer.
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	GCCPUSeconds float64 `json:"gcCPUSeconds"`
+	GCs          uint64  `json:"gcs"`
+	// LoadAverage is the machine's one-minute load average when the window
+	// ended: on a shared machine, what else ran.
+	LoadAverage float64 `json:"loadAverage"`
+	// Relists counts the full lists after the initial one (LISTs and
+	// streaming watches): none is expected.
+	Relists int64 `json:"relists"`
+	// Missed is the writes the fast handler had not seen once it caught up
+	// after the window: none is expected.
+	Missed int64    `json:"missed"`
+	Series []Sample `json:"series"`
+}
+
+// Handler is what one handler saw in the window.
+type Handler struct {
+	// Calls is the number of updates it got in the window.
+	Calls     int64   `json:"calls"`
+	PerSecond float64 `json:"perSecond"`
+	// Latency from the write to the call, in milliseconds, over the calls
+	// made in the window.
+	P50Ms float64 `json:"p50Ms"`
+	P99Ms float64 `json:"p99Ms"`
+	MaxMs float64 `json:"maxMs"`
+	// Backlog is the writes of the window it had not got when the window
+	// ended.
+	Backlog int64 `json:"backlog"`
+	// Unstamped counts updates without a written-at annotation: none is
+	// expected.
+	Unstamped int64 `json:"unstamped"`
+}
+
+// Sample is the child at one moment of the window.
+type Sample struct {
+	// Seconds since the window began.
+	Seconds float64 `json:"s"`
+	// Heap and Live are bytes above the baseline: heap objects, and the live
+	// heap the last GC marked.
+	Heap int64 `json:"heap"`
+	Live int64 `json:"live"`
+	// FastCalls and SlowCalls are the handlers' update calls so far.
+	FastCalls int64 `json:"fast"`
+	SlowCalls int64 `json:"slow,omitempty"`
+}
