@@ -184,7 +184,6 @@ type window struct {
 	handlers []*handler
 	start    time.Time
 	cpu0     float64
-	gcCPU0   float64
 	gcs0     uint64
 	interval time.Duration
 
@@ -201,7 +200,7 @@ func startWindow(interval time.Duration, base uint64, handlers []*handler) (*win
 	}
 	w := &window{
 		base: base, handlers: handlers, interval: interval,
-		cpu0: benchkit.CPUSeconds(), gcCPU0: memstat.GCCPUSeconds(), gcs0: memstat.Read().GCs,
+		cpu0: benchkit.CPUSeconds(), gcs0: memstat.Read().GCs,
 		stopSampling: make(chan struct{}), sampled: make(chan []Sample, 1),
 	}
 	for _, h := range handlers {
@@ -248,7 +247,6 @@ func (w *window) stop(writes int64) Result {
 	}
 	elapsed := time.Since(w.start).Seconds()
 	cpu := benchkit.CPUSeconds() - w.cpu0
-	gcCPU := memstat.GCCPUSeconds() - w.gcCPU0
 	gcs := memstat.Read().GCs - w.gcs0
 	rss, _ := benchkit.ProcStatus("VmHWM")
 	load, _ := benchkit.LoadAverage()
@@ -263,7 +261,6 @@ func (w *window) stop(writes int64) Result {
 		BaselineHeap:  w.base,
 		PeakRSS:       rss,
 		CPUSeconds:    cpu,
-		GCCPUSeconds:  gcCPU,
 		GCs:           gcs,
 		LoadAverage:   load,
 		Series:        series,

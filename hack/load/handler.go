@@ -12,17 +12,16 @@ const slowHandlerDelay = time.Millisecond
 // handler counts its calls and, while recording, measures the time from
 // each update's write (the object's written-at annotation) to the call.
 //
-// A delay makes it a slow handler: each call is busy for delay after the
-// previous one's end (or its own start, if later), sleeping as a handler
-// waiting on I/O would, without using CPU. A sleep here overshoots by up to
-// a millisecond or so (timer slack, a loaded machine); a call that starts
-// past its busy time does not sleep, so a backlogged handler makes one call
-// per delay on average, whatever the overshoot.
+// A delay makes it a slow handler that takes delay per call, sleeping as a
+// handler waiting on I/O would, without using CPU. A sleep overshoots, here
+// by up to a millisecond or more (timer slack, a loaded machine): the next
+// calls pay the overshoot back by sleeping less or not at all, so that the
+// handler makes one call per delay on average when it has a backlog.
 type handler struct {
 	delay time.Duration
-	// busyUntil is when the current call's delay ends; calls come one at a
-	// time, from the handler's own goroutine.
-	busyUntil time.Time
+	// overslept is how much longer than their delay the previous calls
+	// took; calls come one at a time, from the handler's own goroutine.
+	overslept time.Duration
 
 	adds, updates atomic.Int64
 	recording     atomic.Bool
@@ -47,16 +46,19 @@ func (h *handler) OnUpdate(_, newObj any) {
 	}
 	h.updates.Add(1)
 	if h.delay > 0 {
-		h.busyUntil = later(h.busyUntil, now).Add(h.delay)
-		if d := time.Until(h.busyUntil); d > 0 {
-			time.Sleep(d)
-		}
+		h.takeDelay(now)
 	}
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
+// takeDelay makes a call that began at start last its delay, less what
+// earlier calls overslept.
+func (h *handler) takeDelay(start time.Time) {
+	wait := h.delay - h.overslept
+	if wait <= 0 {
+		h.overslept = -wait
+		return
 	}
-	return b
+	due := start.Add(wait)
+	time.Sleep(time.Until(due))
+	h.overslept = max(0, time.Since(due))
 }

@@ -138,7 +138,6 @@ func aggregate(results []Result, backend string, rate float64, handlers, informe
 		BaselineHeap:  uint64(f(func(r Result) float64 { return float64(r.BaselineHeap) })),
 		PeakRSS:       uint64(f(func(r Result) float64 { return float64(r.PeakRSS) })),
 		CPUSeconds:    f(func(r Result) float64 { return r.CPUSeconds }),
-		GCCPUSeconds:  f(func(r Result) float64 { return r.GCCPUSeconds }),
 		GCs:           uint64(f(func(r Result) float64 { return float64(r.GCs) })),
 		LoadAverage:   f(func(r Result) float64 { return r.LoadAverage }),
 		Series:        rs[0].Series,
@@ -276,8 +275,8 @@ func (r *Report) markdown() string {
 		"Heap figures are MiB above the child's heap after GC before the informer started: *peak heap* sampled (garbage included), " +
 		"*peak live* the largest live heap a GC marked, *end* the heap after a full GC when the writes ended (what the queues hold). " +
 		"*CPU s*: the child's CPU time over the window (with the fake backend this includes the fake server and the writer, the same for every informer); " +
-		"*µs/write*: CPU s per write; *load*: the machine's one-minute load average when the window ended (other programs included; above the core count, the figures are noisy). *relists*, *missed*: full lists after the first, and writes the fast handler never got; both must be 0.\n\n")
-	b.WriteString("| backend | writes/s | handlers | informer | writes/s done | fast events/s | fast p50 | fast p99 | slow events/s | slow p50 | slow p99 | slow backlog | peak heap | peak live | end heap | CPU s | µs/write | GC CPU s | load | relists | missed |\n")
+		"*µs/write*: CPU s per write; *GCs*: GC cycles in the window; *load*: the machine's one-minute load average when the window ended (other programs included; above the core count, the figures are noisy). *relists*, *missed*: full lists after the first, and writes the fast handler never got; both must be 0.\n\n")
+	b.WriteString("| backend | writes/s | handlers | informer | writes/s done | fast events/s | fast p50 | fast p99 | slow events/s | slow p50 | slow p99 | slow backlog | peak heap | peak live | end heap | CPU s | µs/write | GCs | load | relists | missed |\n")
 	b.WriteString("|---|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range r.Rows {
 		m := row.Median
@@ -289,10 +288,10 @@ func (r *Report) markdown() string {
 		if m.Writes > 0 {
 			perWrite = m.CPUSeconds / float64(m.Writes) * 1e6
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f | %.0f | %s | %s | %s %.1f | %.1f | %.1f | %.1f | %.1f | %.3f | %.1f | %d | %d |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f | %.0f | %s | %s | %s %.1f | %.1f | %.1f | %.1f | %.1f | %d | %.1f | %d | %d |\n",
 			row.Backend, rateName(row.Rate), row.Handlers, row.Informer, float64(m.Writes)/m.WindowSeconds,
 			m.Fast.PerSecond, ms(m.Fast.P50Ms), ms(m.Fast.P99Ms), slow,
-			mib(m.PeakHeap), mib(m.PeakLive), mib(m.EndHeap), m.CPUSeconds, perWrite, m.GCCPUSeconds, m.LoadAverage, m.Relists, m.Missed)
+			mib(m.PeakHeap), mib(m.PeakLive), mib(m.EndHeap), m.CPUSeconds, perWrite, m.GCs, m.LoadAverage, m.Relists, m.Missed)
 	}
 	if len(r.Goals) > 0 {
 		b.WriteString("\nGoals, ours / client-go's in the same scenario (throughput at a target rate: the share of the writes each handler got in the window; met when the ratio, rounded to three decimals, is at least 1 for throughput, at most 1 for latency):\n\n")

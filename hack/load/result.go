@@ -30,9 +30,11 @@ type Result struct {
 	// CPUSeconds is the process's CPU time over the window (user and
 	// system, all threads); with the fake backend it includes the fake
 	// server and the writer, the same for every informer.
-	CPUSeconds   float64 `json:"cpuSeconds"`
-	GCCPUSeconds float64 `json:"gcCPUSeconds"`
-	GCs          uint64  `json:"gcs"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// GCs is the number of GC cycles in the window. (The runtime's own
+	// estimate of the GC's CPU time is left out: it counts wall time of its
+	// workers, which a loaded machine inflates up to the whole CPU time.)
+	GCs uint64 `json:"gcs"`
 	// LoadAverage is the machine's one-minute load average when the window
 	// ended: on a shared machine, what else ran.
 	LoadAverage float64 `json:"loadAverage"`
