@@ -297,7 +297,11 @@ func runSmoke(t *testing.T, ctx context.Context, o options) *Report {
 		if m.Slow != nil && (m.Slow.Calls == 0 || m.Slow.Calls+m.Slow.Backlog != m.Writes) {
 			t.Errorf("%s: slow handler %+v does not account for the %d writes", name, *m.Slow, m.Writes)
 		}
-		if row.Rate > 0 && math.Abs(float64(m.Writes)/m.WindowSeconds-row.Rate) > row.Rate/4 {
+		// Never faster than the target; on the fake, which takes any rate
+		// here, about the target (a real API server on a loaded machine may
+		// take fewer).
+		rate := float64(m.Writes) / m.WindowSeconds
+		if row.Rate > 0 && (rate > row.Rate*1.1 || row.Backend == fakeBackend && rate < row.Rate*0.75) {
 			t.Errorf("%s: %d writes in %.1f s, want about %v/s", name, m.Writes, m.WindowSeconds, row.Rate)
 		}
 	}
