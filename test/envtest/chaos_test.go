@@ -39,7 +39,7 @@ const (
 )
 
 // chaosSchedule bounds a chaos run: how many writes, over how long, with
-// which gaps between faults, and the bounds the run must stay within.
+// which faults how often, and the bounds the run must stay within.
 type chaosSchedule struct {
 	name string
 	// names is the number of ConfigMap names the writers use; half exist
@@ -49,8 +49,23 @@ type chaosSchedule struct {
 	// over duration.
 	operations int
 	duration   time.Duration
-	// faultGap bounds the random pause between two faults.
-	faultGap [2]time.Duration
+	// lanes inject faults side by side, each pausing a random faultGap
+	// between two faults; a black hole holds traffic for a random
+	// blackHole.
+	lanes     int
+	faultGap  [2]time.Duration
+	blackHole [2]time.Duration
+	// minFaults is how many requests every kind of fault must have hit:
+	// faults go on after the writes until they have.
+	minFaults int64
+	// restartsAt are the shares of the writes after which kube-apiserver
+	// restarts.
+	restartsAt []float64
+	// copies is how many informers of each chaosInformers configuration
+	// run: more informers send more requests for the faults to meet.
+	copies int
+	// backoffCap caps the informers' retry delays.
+	backoffCap time.Duration
 	// maxRequests bounds the LISTs and WATCHes the informers may send in
 	// the whole run: a retry loop without backoff would exceed it.
 	maxRequests int64
@@ -61,11 +76,15 @@ type chaosSchedule struct {
 var (
 	shortChaos = chaosSchedule{
 		name: "short", names: 400, operations: 2000, duration: 40 * time.Second,
-		faultGap: [2]time.Duration{300 * time.Millisecond, 1500 * time.Millisecond}, maxRequests: 1000, timeout: 4 * time.Minute,
+		lanes: 1, faultGap: [2]time.Duration{300 * time.Millisecond, 1500 * time.Millisecond}, blackHole: [2]time.Duration{time.Second, 4 * time.Second},
+		minFaults: 1, restartsAt: []float64{0.4}, copies: 1, backoffCap: 2 * time.Second,
+		maxRequests: 1000, timeout: 4 * time.Minute,
 	}
 	longChaos = chaosSchedule{
-		name: "long", names: 2000, operations: 30000, duration: 8 * time.Minute,
-		faultGap: [2]time.Duration{300 * time.Millisecond, 1500 * time.Millisecond}, maxRequests: 15000, timeout: 20 * time.Minute,
+		name: "long", names: 2000, operations: 45000, duration: 12 * time.Minute,
+		lanes: 3, faultGap: [2]time.Duration{200 * time.Millisecond, 800 * time.Millisecond}, blackHole: [2]time.Duration{200 * time.Millisecond, time.Second},
+		minFaults: 1000, restartsAt: []float64{0.2, 0.4, 0.6, 0.8}, copies: 2, backoffCap: 250 * time.Millisecond,
+		maxRequests: 200000, timeout: 45 * time.Minute,
 	}
 )
 
@@ -134,13 +153,13 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		ns = created.Name
 	})
 
-	It("converge on the API server's state after a random schedule of faults and an API server restart", func(ctx SpecContext) {
+	It("converge on the API server's state after a random schedule of faults and API server restarts", func(ctx SpecContext) {
 		rng := rand.New(rand.NewPCG(seed, 0))
 		w := &chaosWriter{client: client, ns: ns, exists: make([]bool, schedule.names)}
 		By(fmt.Sprintf("creating %d of %d ConfigMaps", schedule.names/2, schedule.names))
 		Expect(w.populate(ctx, rng)).To(Succeed())
 
-		By("starting a ListWatch, a StreamingList and an encoded-store StreamingList informer through the fault proxy")
+		By("starting a ListWatch, a StreamingList, an encoded-store StreamingList and an all-opt-ins informer through the fault proxy")
 		runCtx, stopInformers := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), GinkgoLogr))
 		var running sync.WaitGroup
 		DeferCleanup(func() {
@@ -149,40 +168,42 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		})
 		ownGoroutines := leaninformerGoroutines()
 		var subjects []*chaosSubject
-		for _, subject := range []chaosSubject{{strategy: informer.ListWatch}, {strategy: informer.StreamingList}, {strategy: informer.StreamingList, encoded: true}} {
-			// Each informer has its own user agent, so that faults can
-			// aim at one of them.
+		for i := range len(chaosInformers) * schedule.copies {
+			c := chaosInformers[i%len(chaosInformers)]
+			s := &chaosSubject{name: c.name, handler: newStateHandler()}
+			if schedule.copies > 1 {
+				s.name += fmt.Sprintf("-%d", i/len(chaosInformers)+1)
+			}
+			// Each informer has its own user agent, so that faults can aim
+			// at one of them, and its own request counts.
 			clientCfg := proxy.ClientConfig()
-			clientCfg.UserAgent = subject.userAgent()
+			clientCfg.UserAgent = chaosUserAgent(c, s.name)
+			clientCfg.Wrap(s.requests.Wrap)
 			proxyClient, err := kubernetes.NewForConfig(clientCfg)
 			Expect(err).NotTo(HaveOccurred())
 			lw := toolscache.NewListWatchFromClient(proxyClient.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
-			opts := []informer.Option{
-				informer.WithStrategy(subject.strategy),
+			opts := append([]informer.Option{
 				informer.WithPageSize(25), // lists really page
 				// Short backoffs: the run measures convergence, not
 				// client-go's 30s cap.
-				informer.WithBackoff(informer.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Jitter: 0.5, ResetAfter: 30 * time.Second}),
-			}
-			if subject.encoded {
-				opts = append(opts, informer.WithEncodedStore())
-			}
-			inf := informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{}, opts...)
-			h := newStateHandler()
-			_, err = inf.AddEventHandler(h)
+				informer.WithBackoff(informer.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: schedule.backoffCap, Jitter: 0.5, ResetAfter: 30 * time.Second}),
+			}, c.options...)
+			s.inf = informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{}, opts...)
+			_, err = s.inf.AddEventHandler(s.handler)
 			Expect(err).NotTo(HaveOccurred())
-			running.Go(func() { inf.RunWithContext(runCtx) })
-			subjects = append(subjects, &chaosSubject{strategy: subject.strategy, encoded: subject.encoded, inf: inf, handler: h})
+			running.Go(func() { s.inf.RunWithContext(runCtx) })
+			subjects = append(subjects, s)
 		}
 		for _, s := range subjects {
-			Eventually(s.inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue(), "%v informer synced", s)
+			Eventually(s.inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue(), "%s informer synced", s.name)
 		}
 		before := proxy.Stats()
 		started := time.Now()
 
-		By(fmt.Sprintf("writing %d times over %v while faults are injected and the API server restarts once", schedule.operations, schedule.duration))
+		By(fmt.Sprintf("writing %d times over %v while %d lanes inject faults and the API server restarts %d times",
+			schedule.operations, schedule.duration, schedule.lanes, len(schedule.restartsAt)))
 		faultCtx, stopFaults := context.WithCancel(ctx)
-		f := &chaosFaults{proxy: proxy, rng: rand.New(rand.NewPCG(seed, 1)), gap: schedule.faultGap}
+		f := &chaosFaults{proxy: proxy, seed: seed, schedule: schedule, before: before.Faults}
 		faultsDone := make(chan struct{})
 		go func() {
 			defer GinkgoRecover()
@@ -192,46 +213,61 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		writeErr := make(chan error, 1)
 		go func() { writeErr <- w.run(ctx, schedule, seed) }()
 
-		Eventually(w.done.Load).WithContext(ctx).WithTimeout(schedule.timeout).WithPolling(100*time.Millisecond).
-			Should(BeNumerically(">=", int64(schedule.operations*2/5)), "the writers got 40% through")
-		By("restarting kube-apiserver (etcd keeps running)")
-		downtime := restartAPIServer(env)
-		f.restarts.Add(1)
+		var downtimes []time.Duration
+		for _, share := range schedule.restartsAt {
+			Eventually(w.done.Load).WithContext(ctx).WithTimeout(schedule.timeout).WithPolling(100*time.Millisecond).
+				Should(BeNumerically(">=", int64(float64(schedule.operations)*share)), "the writers got %.0f%% through", 100*share)
+			By(fmt.Sprintf("restarting kube-apiserver (etcd keeps running) after %.0f%% of the writes", 100*share))
+			downtimes = append(downtimes, restartAPIServer(env))
+			f.restarts.Add(1)
+		}
 
 		Eventually(writeErr).WithTimeout(schedule.timeout).Should(Receive(BeNil()), "the writers finished")
+		writing := time.Since(started)
+		By(fmt.Sprintf("injecting faults until every kind has hit %d requests", schedule.minFaults))
+		Eventually(f.short).WithContext(ctx).WithTimeout(schedule.timeout).WithPolling(500*time.Millisecond).Should(BeEmpty(),
+			"fault kinds below %d hits", schedule.minFaults)
 		stopFaults()
 		<-faultsDone
 		f.clear()
-		writing := time.Since(started)
+		faulting := time.Since(started)
 
-		By("waiting for the informers to converge on a fresh LIST")
+		By("waiting for every informer to converge on a fresh LIST")
 		quiet := time.Now()
 		Eventually(func(g Gomega) {
 			want := chaosList(ctx, g, client, ns)
 			for _, s := range subjects {
-				g.Expect(storeState(s.inf.GetStore())).To(Equal(want), "%v informer's store equals a fresh LIST", s)
-				g.Expect(s.handler.state()).To(Equal(want), "%v informer's handler rebuilt the store", s)
+				g.Expect(storeState(s.inf.GetStore())).To(Equal(want), "%s informer's store equals a fresh LIST", s.name)
+				g.Expect(s.handler.state()).To(Equal(want), "%s informer's handler rebuilt the store", s.name)
 			}
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 		converged := time.Since(quiet)
 
 		after := proxy.Stats()
 		report := chaosReport{
-			schedule: schedule.name, seed: seed, writing: writing, converged: converged, downtime: downtime,
-			objects: len(mustChaosList(ctx, client, ns)), ops: w.counts(), faults: f.counts(after.Faults, before.Faults),
+			schedule: schedule.name, seed: seed, writing: writing, faulting: faulting, converged: converged, downtimes: downtimes,
+			objects: len(mustChaosList(ctx, client, ns)), ops: w.counts(), faults: f.counts(after.Faults),
 			requests: requestsBetween(before.Requests, after.Requests),
+		}
+		for _, s := range subjects {
+			report.informers = append(report.informers, chaosInformerReport{name: s.name, requests: s.requests.Counts()})
 		}
 		fmt.Fprintln(GinkgoWriter, report.String())
 		AddReportEntry("chaos", report, ReportEntryVisibilityAlways)
 
-		By("checking that every fault kind was injected and requests stayed bounded")
+		By(fmt.Sprintf("checking that every fault kind hit at least %d requests and requests stayed bounded", schedule.minFaults))
 		for kind, n := range report.faults {
-			Expect(n).To(BeNumerically(">", 0), "%s injected", kind)
+			if kind == apiServerRestarts {
+				Expect(n).To(BeNumerically("==", len(schedule.restartsAt)), kind)
+				continue
+			}
+			Expect(n).To(BeNumerically(">=", schedule.minFaults), "%s injected", kind)
 		}
 		r := report.requests
 		Expect(r.Lists+r.Watches).To(BeNumerically("<=", schedule.maxRequests), "LISTs and WATCHes through the proxy")
-		Expect(r.Lists-r.ListsWithContinue).To(BeNumerically(">", 1), "the ListWatch informer relisted")
-		Expect(r.StreamingWatches).To(BeNumerically(">", 1), "the StreamingList informer relisted")
+		for _, ir := range report.informers {
+			Expect(ir.relists()).To(BeNumerically(">", 1), "the %s informer relisted", ir.name)
+		}
 
 		By("stopping the informers: none of their goroutines may survive")
 		Expect(newGoroutines(ownGoroutines)).NotTo(BeEmpty(), "the running informers' goroutines are seen")
@@ -241,28 +277,39 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 	}, SpecTimeout(schedule.timeout))
 })
 
-func chaosUserAgent(s informer.Strategy) string {
-	return "leaninformer-chaos-" + strings.ToLower(s.String())
+// chaosInformer is one configuration of the chaos run's informers, besides
+// the options every one of them has (pages of 25, short backoffs).
+type chaosInformer struct {
+	name    string
+	options []informer.Option
+	// lists marks the informers that list-only faults (410 on a LIST,
+	// expired continue tokens) make relist, so that they meet a LIST.
+	lists bool
 }
 
-// userAgent is the subject's: its strategy's, marked for the encoded store.
-func (s chaosSubject) userAgent() string {
-	if s.encoded {
-		return chaosUserAgent(s.strategy) + "-encoded"
+var chaosInformers = []chaosInformer{
+	{name: "listwatch", options: []informer.Option{informer.WithStrategy(informer.ListWatch)}, lists: true},
+	{name: "streaminglist", options: []informer.Option{informer.WithStrategy(informer.StreamingList)}},
+	{name: "streaminglist-encoded", options: []informer.Option{informer.WithStrategy(informer.StreamingList), informer.WithEncodedStore()}},
+	// Every opt-in at once, with the default strategy.
+	{name: "opt-ins", options: []informer.Option{informer.WithInterning(), informer.WithEncodedStore()}},
+}
+
+// chaosUserAgent is the user agent of informer name of configuration c:
+// those of informers that list-only faults aim at say so.
+func chaosUserAgent(c chaosInformer, name string) string {
+	if c.lists {
+		return listingUserAgent + name
 	}
-	return chaosUserAgent(s.strategy)
+	return "leaninformer-chaos-" + name
 }
 
-func (s chaosSubject) String() string {
-	if s.encoded {
-		return s.strategy.String() + " (encoded store)"
-	}
-	return s.strategy.String()
-}
+const listingUserAgent = "leaninformer-chaos-listing-"
 
-// fromListWatchInformer matches the requests of the ListWatch informer.
-func fromListWatchInformer(r *http.Request) bool {
-	return r.Header.Get("User-Agent") == chaosUserAgent(informer.ListWatch)
+// fromListingInformer matches the requests of the informers that list-only
+// faults make relist.
+func fromListingInformer(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("User-Agent"), listingUserAgent)
 }
 
 // leaninformerGoroutines returns the stacks of the goroutines running
@@ -298,12 +345,13 @@ func newGoroutines(before map[string]string) []string {
 	return out
 }
 
-// chaosSubject is one informer under test and its handler.
+// chaosSubject is one informer under test, its handler and the requests it
+// sent (counted on its side of the proxy).
 type chaosSubject struct {
-	strategy informer.Strategy
-	encoded  bool // on the encoded store
+	name     string
 	inf      *informer.SharedIndexInformer
 	handler  *stateHandler
+	requests faultproxy.RequestCounter
 }
 
 // restartAPIServer stops kube-apiserver and starts it again on the same port
@@ -463,12 +511,15 @@ func (w *chaosWriter) counts() map[string]int64 {
 	}
 }
 
-// chaosFaults injects a random schedule of the proxy's faults: first every
-// kind once in a random order, then kinds at random.
+// chaosFaults injects a random schedule of the proxy's faults in
+// schedule.lanes lanes: the first lane every kind once in a random order,
+// then every lane kinds at random, among those that have not hit
+// schedule.minFaults requests yet while there are any.
 type chaosFaults struct {
-	proxy *faultproxy.Proxy
-	rng   *rand.Rand
-	gap   [2]time.Duration
+	proxy    *faultproxy.Proxy
+	seed     uint64
+	schedule chaosSchedule
+	before   faultproxy.FaultCounts // the proxy's counts when the faults began
 
 	mu         sync.Mutex
 	injections []*faultproxy.Injection
@@ -476,38 +527,105 @@ type chaosFaults struct {
 	restarts   atomic.Int64
 }
 
-type chaosFault func(f *chaosFaults, ctx context.Context)
+// The kinds of fault, by the name the report counts their hits under.
+const (
+	watchesCut        = "watches cut"
+	gone              = "410 Gone"
+	goneContinue      = "410 on a continue token"
+	tooManyRequests   = "429 Too Many Requests"
+	internalError     = "500 Internal Server Error"
+	disconnects       = "mid-body disconnects"
+	delays            = "delays"
+	blackHoled        = "black-holed requests"
+	apiServerRestarts = "API server restarts"
+)
+
+// chaosKind is one way to inject a fault; count names what its hits count
+// towards.
+type chaosKind struct {
+	count  string
+	inject func(f *chaosFaults, ctx context.Context, rng *rand.Rand)
+}
 
 var (
 	listOrWatch = []faultproxy.Verb{faultproxy.List, faultproxy.Watch}
-	chaosKinds  = []chaosFault{
-		(*chaosFaults).cutWatches,
-		(*chaosFaults).goneOnWatch,
-		(*chaosFaults).goneOnList,
-		(*chaosFaults).tooManyRequests,
-		(*chaosFaults).internalError,
-		(*chaosFaults).disconnect,
-		(*chaosFaults).expireContinue,
-		(*chaosFaults).delay,
-		(*chaosFaults).blackHole,
+	chaosKinds  = []chaosKind{
+		{watchesCut, (*chaosFaults).cutWatches},
+		{gone, (*chaosFaults).goneOnWatch},
+		{gone, (*chaosFaults).goneOnList},
+		{tooManyRequests, (*chaosFaults).tooManyRequests},
+		{internalError, (*chaosFaults).internalError},
+		{disconnects, (*chaosFaults).disconnect},
+		{goneContinue, (*chaosFaults).expireContinue},
+		{delays, (*chaosFaults).delay},
+		{blackHoled, (*chaosFaults).blackHole},
 	}
 )
 
 func (f *chaosFaults) run(ctx context.Context) {
-	order := f.rng.Perm(len(chaosKinds))
-	for n := 0; ; n++ {
-		gap := f.gap[0] + time.Duration(f.rng.Int64N(int64(f.gap[1]-f.gap[0])))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(gap):
+	var lanes sync.WaitGroup
+	lanes.Go(func() { // progress, for a long run
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Minute):
+				fmt.Fprintf(GinkgoWriter, "chaos %s: faults so far %v\n", time.Now().Format(time.TimeOnly), f.counts(f.proxy.Stats().Faults))
+			}
 		}
-		kind := f.rng.IntN(len(chaosKinds))
-		if n < len(order) {
-			kind = order[n]
+	})
+	for lane := range f.schedule.lanes {
+		rng := rand.New(rand.NewPCG(f.seed, uint64(1+lane)))
+		var order []int
+		if lane == 0 {
+			order = rng.Perm(len(chaosKinds))
 		}
-		chaosKinds[kind](f, ctx)
+		lanes.Go(func() {
+			defer GinkgoRecover()
+			gap := f.schedule.faultGap
+			for n := 0; ; n++ {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(gap[0] + time.Duration(rng.Int64N(int64(gap[1]-gap[0])))):
+				}
+				kind := f.pick(rng)
+				if n < len(order) {
+					kind = order[n]
+				}
+				chaosKinds[kind].inject(f, ctx, rng)
+			}
+		})
 	}
+	lanes.Wait()
+}
+
+// pick returns a random kind among those below the schedule's minimum, or
+// among all once every kind has reached it.
+func (f *chaosFaults) pick(rng *rand.Rand) int {
+	counts := f.counts(f.proxy.Stats().Faults)
+	var short []int
+	for i, k := range chaosKinds {
+		if counts[k.count] < f.schedule.minFaults {
+			short = append(short, i)
+		}
+	}
+	if len(short) == 0 {
+		return rng.IntN(len(chaosKinds))
+	}
+	return short[rng.IntN(len(short))]
+}
+
+// short returns the fault kinds that have hit fewer requests than the
+// schedule's minimum, with their counts.
+func (f *chaosFaults) short() map[string]int64 {
+	out := map[string]int64{}
+	for kind, n := range f.counts(f.proxy.Stats().Faults) {
+		if kind != apiServerRestarts && n < f.schedule.minFaults {
+			out[kind] = n
+		}
+	}
+	return out
 }
 
 func (f *chaosFaults) inject(r faultproxy.Rule) {
@@ -523,50 +641,50 @@ func (f *chaosFaults) inject(r faultproxy.Rule) {
 // informers' next requests at once.
 func (f *chaosFaults) cut() { f.proxy.CutWatches(faultproxy.Match{Resource: "configmaps"}) }
 
-func (f *chaosFaults) cutWatches(context.Context) { f.cut() }
+func (f *chaosFaults) cutWatches(context.Context, *rand.Rand) { f.cut() }
 
-func (f *chaosFaults) goneOnWatch(context.Context) {
+func (f *chaosFaults) goneOnWatch(context.Context, *rand.Rand) {
 	f.inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: "configmaps"}, Fault: faultproxy.Fault{Kind: faultproxy.Gone}, Times: 1})
 	f.cut()
 }
 
-// relistListWatch makes the ListWatch informer's next watch answer 410, so
+// relistListing makes the next watch of a listing informer answer 410, so
 // that it lists again.
-func (f *chaosFaults) relistListWatch() {
-	f.inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: "configmaps", Predicate: fromListWatchInformer},
+func (f *chaosFaults) relistListing() {
+	f.inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: "configmaps", Predicate: fromListingInformer},
 		Fault: faultproxy.Fault{Kind: faultproxy.Gone}, Times: 1})
 	f.cut()
 }
 
-// goneOnList answers the next LIST 410 and makes the ListWatch informer
-// list to meet it.
-func (f *chaosFaults) goneOnList(context.Context) {
+// goneOnList answers the next LIST 410 and makes a listing informer list
+// to meet it.
+func (f *chaosFaults) goneOnList(context.Context, *rand.Rand) {
 	f.inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.List}, Resource: "configmaps"}, Fault: faultproxy.Fault{Kind: faultproxy.Gone}, Times: 1})
-	f.relistListWatch()
+	f.relistListing()
 }
 
-func (f *chaosFaults) tooManyRequests(context.Context) {
+func (f *chaosFaults) tooManyRequests(_ context.Context, rng *rand.Rand) {
 	f.inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: listOrWatch, Resource: "configmaps"},
-		Fault: faultproxy.Fault{Kind: faultproxy.TooManyRequests, RetryAfter: time.Second}, Times: 1 + f.rng.IntN(2)})
+		Fault: faultproxy.Fault{Kind: faultproxy.TooManyRequests, RetryAfter: time.Second}, Times: 1 + rng.IntN(2)})
 	f.cut()
 }
 
-func (f *chaosFaults) internalError(context.Context) {
+func (f *chaosFaults) internalError(context.Context, *rand.Rand) {
 	f.inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: listOrWatch, Resource: "configmaps"}, Fault: faultproxy.Fault{Kind: faultproxy.InternalError}, Times: 1})
 	f.cut()
 }
 
 // disconnect cuts the next response (a list page, a streamed list or a
 // watch) after a few kilobytes at most.
-func (f *chaosFaults) disconnect(context.Context) {
+func (f *chaosFaults) disconnect(_ context.Context, rng *rand.Rand) {
 	f.inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: listOrWatch, Resource: "configmaps"},
-		Fault: faultproxy.Fault{Kind: faultproxy.Disconnect, AfterBytes: 100 + f.rng.Int64N(8000)}, Times: 1})
+		Fault: faultproxy.Fault{Kind: faultproxy.Disconnect, AfterBytes: 100 + rng.Int64N(8000)}, Times: 1})
 	f.cut()
 }
 
-// expireContinue expires the next continue token and makes the ListWatch
+// expireContinue expires the next continue token and makes a listing
 // informer list to carry one.
-func (f *chaosFaults) expireContinue(context.Context) {
+func (f *chaosFaults) expireContinue(context.Context, *rand.Rand) {
 	GinkgoHelper()
 	in, err := f.proxy.ExpireContinueTokens("configmaps", 1)
 	Expect(err).NotTo(HaveOccurred())
@@ -574,22 +692,24 @@ func (f *chaosFaults) expireContinue(context.Context) {
 	f.injections = append(f.injections, in)
 	f.continues = append(f.continues, in)
 	f.mu.Unlock()
-	f.relistListWatch()
+	f.relistListing()
 }
 
-func (f *chaosFaults) delay(context.Context) {
+func (f *chaosFaults) delay(_ context.Context, rng *rand.Rand) {
 	f.inject(faultproxy.Rule{Match: faultproxy.Match{Verbs: listOrWatch, Resource: "configmaps"},
-		Fault: faultproxy.Fault{Kind: faultproxy.Delay, Delay: time.Duration(100+f.rng.IntN(1400)) * time.Millisecond}, Times: 1 + f.rng.IntN(3)})
+		Fault: faultproxy.Fault{Kind: faultproxy.Delay, Delay: time.Duration(100+rng.IntN(1400)) * time.Millisecond}, Times: 1 + rng.IntN(3)})
 	f.cut()
 }
 
-// blackHole holds every request and response of the informers for up to 4s.
-func (f *chaosFaults) blackHole(ctx context.Context) {
+// blackHole holds every request and response of the informers for a random
+// share of the schedule's blackHole bounds.
+func (f *chaosFaults) blackHole(ctx context.Context, rng *rand.Rand) {
 	lift := f.proxy.BlackHole(faultproxy.Match{Resource: "configmaps"})
 	defer lift()
+	hold := f.schedule.blackHole
 	select {
 	case <-ctx.Done():
-	case <-time.After(time.Second + time.Duration(f.rng.IntN(3000))*time.Millisecond):
+	case <-time.After(hold[0] + time.Duration(rng.Int64N(int64(hold[1]-hold[0])))):
 	}
 }
 
@@ -603,25 +723,26 @@ func (f *chaosFaults) clear() {
 	}
 }
 
-// counts returns the faults injected between two proxy snapshots by kind,
-// with expired continue tokens apart from the other 410s.
-func (f *chaosFaults) counts(after, before faultproxy.FaultCounts) map[string]int64 {
+// counts returns the faults injected since f.before by kind, with expired
+// continue tokens apart from the other 410s, given the proxy's counts now.
+func (f *chaosFaults) counts(now faultproxy.FaultCounts) map[string]int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var continues int64
 	for _, in := range f.continues {
 		continues += int64(in.Hits())
 	}
+	b := f.before
 	return map[string]int64{
-		"watches cut":               after.WatchesCut - before.WatchesCut,
-		"410 Gone":                  after.Gone - before.Gone - continues,
-		"410 on a continue token":   continues,
-		"429 Too Many Requests":     after.TooManyRequests - before.TooManyRequests,
-		"500 Internal Server Error": after.InternalError - before.InternalError,
-		"mid-body disconnects":      after.Disconnects - before.Disconnects,
-		"delays":                    after.Delays - before.Delays,
-		"black-holed requests":      after.BlackHoled - before.BlackHoled,
-		"API server restarts":       f.restarts.Load(),
+		watchesCut:        now.WatchesCut - b.WatchesCut,
+		gone:              now.Gone - b.Gone - continues,
+		goneContinue:      continues,
+		tooManyRequests:   now.TooManyRequests - b.TooManyRequests,
+		internalError:     now.InternalError - b.InternalError,
+		disconnects:       now.Disconnects - b.Disconnects,
+		delays:            now.Delays - b.Delays,
+		blackHoled:        now.BlackHoled - b.BlackHoled,
+		apiServerRestarts: f.restarts.Load(),
 	}
 }
 
@@ -640,28 +761,42 @@ func requestsBetween(before, after faultproxy.RequestCounts) faultproxy.RequestC
 type chaosReport struct {
 	schedule  string
 	seed      uint64
-	writing   time.Duration
+	writing   time.Duration // from the first write to the last
+	faulting  time.Duration // from the first fault to the last
 	converged time.Duration
-	downtime  time.Duration
+	downtimes []time.Duration
 	objects   int
 	ops       map[string]int64
 	faults    map[string]int64
 	requests  faultproxy.RequestCounts
+	informers []chaosInformerReport
+}
+
+// chaosInformerReport is what one informer sent, counted on its side.
+type chaosInformerReport struct {
+	name     string
+	requests faultproxy.RequestCounts
+}
+
+// relists counts full lists: first LIST pages and streaming watches.
+func (r chaosInformerReport) relists() int64 {
+	return r.requests.Lists - r.requests.ListsWithContinue + r.requests.StreamingWatches
 }
 
 func (r chaosReport) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos %s schedule, seed %d: %v of writes and faults, converged %v after the last one; API server down %v for its restart; %d objects at the end\n",
-		r.schedule, r.seed, r.writing.Round(time.Millisecond), r.converged.Round(time.Millisecond), r.downtime.Round(time.Millisecond), r.objects)
+	fmt.Fprintf(&b, "chaos %s schedule, seed %d: %v of writes, %v of faults, converged %v after the last fault; API server restarts down for %v; %d objects at the end\n",
+		r.schedule, r.seed, r.writing.Round(time.Millisecond), r.faulting.Round(time.Millisecond), r.converged.Round(time.Millisecond), r.downtimes, r.objects)
 	fmt.Fprintf(&b, "  operations: %d creates, %d updates, %d deletes (%d writes retried)\n",
 		r.ops["creates"], r.ops["updates"], r.ops["deletes"], r.ops["retried writes"])
 	b.WriteString("  faults:")
-	for _, k := range []string{"watches cut", "410 Gone", "410 on a continue token", "429 Too Many Requests", "500 Internal Server Error",
-		"mid-body disconnects", "delays", "black-holed requests", "API server restarts"} {
+	for _, k := range []string{watchesCut, gone, goneContinue, tooManyRequests, internalError, disconnects, delays, blackHoled, apiServerRestarts} {
 		fmt.Fprintf(&b, " %s %d;", k, r.faults[k])
 	}
 	q := r.requests
-	fmt.Fprintf(&b, "\n  relists: %d ListWatch (first LIST pages), %d StreamingList (streaming watches); requests: %d LISTs (%d with continue), %d WATCHes",
-		q.Lists-q.ListsWithContinue, q.StreamingWatches, q.Lists, q.ListsWithContinue, q.Watches)
+	fmt.Fprintf(&b, "\n  requests through the proxy: %d LISTs (%d with continue), %d WATCHes (%d streaming)", q.Lists, q.ListsWithContinue, q.Watches, q.StreamingWatches)
+	for _, ir := range r.informers {
+		fmt.Fprintf(&b, "\n  %s informer: %d relists (first LIST pages and streaming watches); %d LISTs, %d WATCHes", ir.name, ir.relists(), ir.requests.Lists, ir.requests.Watches)
+	}
 	return b.String()
 }
