@@ -99,6 +99,58 @@ func ExampleDroppedObjectsError() {
 	// status: true
 }
 
+// A handler that falls behind: wrapped in Coalesce, it hears each object's
+// net change once it goes on, not every change. Here it is stuck in its
+// first call while "settings" changes three times; a second, plain handler
+// seeing "done" tells that every change has reached the queues.
+func ExampleCoalesce() {
+	server := fake.NewServer(&corev1.ConfigMapList{})
+	defer server.Close()
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}, Data: map[string]string{"v": "0"}}
+	_, _ = server.Create(settings)
+
+	inf := informer.NewSharedIndexInformer(server.ListerWatcher(), &corev1.ConfigMap{}, 0, nil)
+	release := make(chan struct{})
+	calls := make(chan string, 10)
+	v := func(obj any) string {
+		cm := obj.(*corev1.ConfigMap)
+		return cm.Name + " v=" + cm.Data["v"]
+	}
+	_, _ = inf.AddEventHandler(informer.Coalesce(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			calls <- "add " + v(obj)
+			<-release // busy until released: the first call blocks
+		},
+		UpdateFunc: func(oldObj, newObj any) { calls <- "update " + v(oldObj) + " -> " + v(newObj) },
+	}))
+	done := make(chan struct{})
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if obj.(*corev1.ConfigMap).Name == "done" {
+				close(done)
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+
+	fmt.Println(<-calls)
+	for _, value := range []string{"1", "2", "3"} {
+		settings.Data["v"] = value
+		_, _ = server.Update(settings)
+	}
+	_, _ = server.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "done"}})
+	<-done
+	close(release)
+	fmt.Println(<-calls)
+	fmt.Println(<-calls)
+	// Output:
+	// add settings v=0
+	// update settings v=0 -> settings v=3
+	// add done v=
+}
+
 // Options that come from configuration can be checked before an informer is
 // built: the constructors panic on invalid options, and NewCacheWith's
 // function returns this error.

@@ -50,7 +50,8 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(handler toolscache.Reso
 		}
 	}
 
-	l := newListener(logger, s.cfg.clock, handler, s.HasSyncedChecker(), s.metrics, s.indexer.Decode)
+	handler, coalesce := s.cfg.coalescedHandler(handler)
+	l := newListener(logger, s.cfg.clock, handler, coalesce, s.HasSyncedChecker(), s.metrics, s.indexer.Decode)
 	period := effectiveResyncPeriod(logger, resyncPeriod, s.resyncCheckPeriod)
 	if !s.started {
 		s.processor.addListener(l, resyncPeriod, period)

@@ -18,8 +18,9 @@ import (
 
 // listener delivers notifications to one handler, in order, from its own
 // goroutine, so a slow handler never holds up the store writer or other
-// handlers. Its queue is unbounded, like client-go's. It is the handler's
-// registration.
+// handlers. Its queue is unbounded, like client-go's, unless the handler
+// coalesces (see Coalesce): then it holds at most one pending change per
+// object. It is the handler's registration.
 type listener struct {
 	handler     toolscache.ResourceEventHandler
 	handlerName string
@@ -37,6 +38,7 @@ type listener struct {
 	// setting stopped. Lock order: taken last (after processor.mu).
 	mu      sync.Mutex
 	queue   buffer.Ring[notification]
+	keyed   *keyedQueue // a coalescing handler's queue, instead of queue
 	stopped bool
 	wake    chan struct{} // capacity 1: "the queue is not empty"
 	stopCh  chan struct{}
@@ -45,9 +47,9 @@ type listener struct {
 
 var _ toolscache.ResourceEventHandlerRegistration = (*listener)(nil)
 
-func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceEventHandler, upstream toolscache.DoneChecker, bridge *metricsBridge, decode decoder) *listener {
+func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceEventHandler, coalesce bool, upstream toolscache.DoneChecker, bridge *metricsBridge, decode decoder) *listener {
 	name := handlerName(handler)
-	return &listener{
+	l := &listener{
 		decode:            decode,
 		handler:           handler,
 		handlerName:       name,
@@ -61,6 +63,10 @@ func newListener(logger klog.Logger, c clock.Clock, handler toolscache.ResourceE
 		stopCh:            make(chan struct{}),
 		doneCh:            make(chan struct{}),
 	}
+	if coalesce {
+		l.keyed = newKeyedQueue()
+	}
+	return l
 }
 
 // HasSynced reports whether the informer has synced and this handler has
@@ -84,8 +90,12 @@ func (l *listener) add(n notification) {
 		l.mu.Unlock()
 		return
 	}
-	l.queue.WriteOne(n)
-	l.metrics.enqueued(n.calls())
+	if l.keyed != nil {
+		l.foldLocked(n)
+	} else {
+		l.queue.WriteOne(n)
+		l.metrics.enqueued(n.calls())
+	}
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -96,6 +106,10 @@ func (l *listener) add(n notification) {
 func (l *listener) next() (notification, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.keyed != nil {
+		c, ok := l.keyed.pop()
+		return notification{kind: notifyChange, change: c}, ok
+	}
 	return l.queue.ReadOne()
 }
 
@@ -109,6 +123,9 @@ func (l *listener) stop() {
 	close(l.stopCh)
 	// Drop what was not delivered so the objects it references can go.
 	l.queue = buffer.Ring[notification]{}
+	if l.keyed != nil {
+		l.keyed = newKeyedQueue()
+	}
 }
 
 // stopBeforeStart is stop for a listener whose goroutines never ran.
@@ -192,6 +209,8 @@ func (d *delivery) deliver(n notification) {
 		if n.countsForSync {
 			d.l.syncTracker.Finished()
 		}
+	case notifyChange:
+		d.deliverChange(n.change)
 	}
 }
 

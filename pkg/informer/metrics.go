@@ -120,6 +120,9 @@ func (h *handlerMetrics) delivered(d time.Duration) { h.prom.Delivered(d) }
 // skipped: one queued call is not made (client-go would not send it).
 func (h *handlerMetrics) skipped() { h.prom.Queued(-1) }
 
+// coalesced: n notifications folded into changes already queued.
+func (h *handlerMetrics) coalesced(n int) { h.prom.Coalesced(n) }
+
 // panicked: the handler panicked (and the process survived).
 func (h *handlerMetrics) panicked() { h.prom.Panicked() }
 

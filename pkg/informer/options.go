@@ -59,7 +59,9 @@ type config struct {
 	encoded     bool                         // WithEncodedStore
 	codecOpts   []codec.Option
 	readKind    *schema.GroupVersionKind // NewCacheWith: the kind decoded objects get
-	watcherOpts []listerwatcher.Option   // applied after the settings above
+	// coalesceControllerRuntime: controller-runtime's handlers coalesce.
+	coalesceControllerRuntime bool
+	watcherOpts               []listerwatcher.Option // applied after the settings above
 }
 
 func defaultConfig() config {

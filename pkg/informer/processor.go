@@ -26,6 +26,8 @@ const (
 	// notifyObjects calls OnAdd (late handler's initial list) or
 	// OnUpdate(obj, obj) (resync) for each object of a store snapshot.
 	notifyObjects
+	// notifyChange is a coalescing listener's pending change of one object.
+	notifyChange
 )
 
 // notification is one entry of a listener's queue.
@@ -44,6 +46,7 @@ type notification struct {
 	countsForSync bool
 	diff          *cache.Diff
 	objects       []any
+	change        *pendingChange
 }
 
 // calls is the number of handler calls n stands for, at most.

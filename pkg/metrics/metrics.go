@@ -53,6 +53,7 @@ type Metrics struct {
 	handlerPending  *prometheus.GaugeVec
 	handlerDuration *prometheus.HistogramVec
 	handlerPanics   *prometheus.CounterVec
+	handlerFolded   *prometheus.CounterVec
 }
 
 // Default is the set informers record into unless given another.
@@ -90,6 +91,7 @@ func New() *Metrics {
 		handlerPending:  gauge("handler_pending_notifications", "Notifications queued for event handlers and not yet delivered, by handler.", "handler"),
 		handlerDuration: histogram("handler_duration_seconds", "Time an event handler took per notification, by handler.", prometheus.ExponentialBuckets(0.00001, 4, 12), "handler"),
 		handlerPanics:   counter("handler_panics_total", "Notifications whose handler panicked (with crashing turned off), by handler.", "handler"),
+		handlerFolded:   counter("handler_coalesced_notifications_total", "Notifications folded into a change already pending for the same object, for coalescing event handlers, by handler.", "handler"),
 	}
 }
 
@@ -100,6 +102,7 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 		m.reusedObjects, m.droppedObjects, m.storeObjects, m.bufferObjects, m.watches,
 		m.shortWatches, m.watchEvents, m.fallbacks, m.backoffs, m.resourceVersion,
 		m.lastEvent, m.synced, m.handlerPending, m.handlerDuration, m.handlerPanics,
+		m.handlerFolded,
 	}
 }
 
@@ -295,6 +298,7 @@ func (r *Recorder) Handler(name string) *HandlerRecorder {
 		pending:  r.m.handlerPending.With(l),
 		duration: r.m.handlerDuration.With(l),
 		panics:   r.m.handlerPanics.With(l),
+		folded:   r.m.handlerFolded.With(l),
 	}
 }
 
@@ -316,6 +320,7 @@ type HandlerRecorder struct {
 	pending  prometheus.Gauge
 	duration prometheus.Observer
 	panics   prometheus.Counter
+	folded   prometheus.Counter
 	queued   atomic.Int64
 }
 
@@ -336,6 +341,15 @@ func (h *HandlerRecorder) Delivered(d time.Duration) {
 	h.duration.Observe(d.Seconds())
 	h.queued.Add(-1)
 	h.pending.Dec()
+}
+
+// Coalesced counts n notifications folded into changes already pending for
+// the same objects (coalescing handlers).
+func (h *HandlerRecorder) Coalesced(n int) {
+	if h == nil || n == 0 {
+		return
+	}
+	h.folded.Add(float64(n))
 }
 
 // Panicked counts a notification whose handler panicked.
