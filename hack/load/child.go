@@ -103,11 +103,15 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	})
 	fast := &handler{}
 	handlers := []*handler{fast}
+	registered := []toolscache.ResourceEventHandler{fast}
+	var slow *handler
 	if hs.slow() {
-		handlers = append(handlers, &handler{delay: slowHandlerDelay})
+		slow = trackingLatest(slowHandlerDelay)
+		handlers = append(handlers, slow)
+		registered = append(registered, v.slowHandler(slow))
 	}
 	var regs []toolscache.ResourceEventHandlerRegistration
-	for _, h := range handlers {
+	for _, h := range registered {
 		reg, err := inf.AddEventHandler(h)
 		if err != nil {
 			return fmt.Errorf("add event handler: %w", err)
@@ -147,6 +151,9 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 		time.Sleep(10 * time.Millisecond)
 	}
 	res.Missed = max(0, writes-fast.updates.Load())
+	if slow != nil {
+		res.Slow.CatchUpSeconds, res.Slow.CaughtUp = catchUp(ctx, slow, inf.GetStore(), o.catchUp)
+	}
 	res.Relists = lists.count() - initialLists
 	stopInformer()
 	running.Wait()
@@ -157,6 +164,19 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	}
 	_, err = fmt.Fprintf(out, "%s%s\n", msgResult, b)
 	return err
+}
+
+// catchUp waits, up to limit, until h has heard of the last write of every
+// object in store, and returns how long that took.
+func catchUp(ctx context.Context, h *handler, store toolscache.Store, limit time.Duration) (float64, bool) {
+	start := time.Now()
+	for !h.heardAll(store.List()) {
+		if time.Since(start) > limit || ctx.Err() != nil {
+			return time.Since(start).Seconds(), false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start).Seconds(), true
 }
 
 func countLoad(objs []any) int {

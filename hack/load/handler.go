@@ -1,8 +1,12 @@
 package main
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // slowHandlerDelay is how long the slow handler takes per call: about what
@@ -29,6 +33,18 @@ type handler struct {
 	windowUpdates atomic.Int64
 	unstamped     atomic.Int64
 	lat           latencies
+
+	// latest, when set, holds the newest write time (Unix ns) the handler
+	// has seen of each object, so that catchUp can tell when it has heard of
+	// every object's last write.
+	latestMu sync.Mutex
+	latest   map[string]int64
+}
+
+// trackingLatest returns a handler with delay that records the newest write
+// it has seen of each object.
+func trackingLatest(delay time.Duration) *handler {
+	return &handler{delay: delay, latest: map[string]int64{}}
 }
 
 func (h *handler) OnAdd(any, bool) { h.adds.Add(1) }
@@ -36,13 +52,17 @@ func (h *handler) OnDelete(any)    {}
 
 func (h *handler) OnUpdate(_, newObj any) {
 	now := time.Now()
+	t, stamped := writtenAt(newObj)
 	if h.recording.Load() {
 		h.windowUpdates.Add(1)
-		if t, ok := writtenAt(newObj); ok {
+		if stamped {
 			h.lat.record(now.Sub(t))
 		} else {
 			h.unstamped.Add(1)
 		}
+	}
+	if h.latest != nil && stamped {
+		h.saw(newObj, t.UnixNano())
 	}
 	h.updates.Add(1)
 	if h.delay > 0 {
@@ -61,4 +81,35 @@ func (h *handler) takeDelay(start time.Time) {
 	due := start.Add(wait)
 	time.Sleep(time.Until(due))
 	h.overslept = max(0, time.Since(due))
+}
+
+func (h *handler) saw(obj any, written int64) {
+	key, err := toolscache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	h.latestMu.Lock()
+	defer h.latestMu.Unlock()
+	h.latest[key] = max(h.latest[key], written)
+}
+
+// heardAll reports whether h has seen the last write of every object in
+// objs (objects never written count as heard).
+func (h *handler) heardAll(objs []any) bool {
+	h.latestMu.Lock()
+	defer h.latestMu.Unlock()
+	for _, obj := range objs {
+		t, ok := writtenAt(obj)
+		if !ok {
+			continue
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			continue
+		}
+		if h.latest[m.GetNamespace()+"/"+m.GetName()] < t.UnixNano() {
+			return false
+		}
+	}
+	return true
 }

@@ -16,6 +16,17 @@ type informerVariant struct {
 	name string
 	desc string
 	new  func(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer
+	// coalesceSlow registers the slow handler through informer.Coalesce: it
+	// then gets fewer calls than there are writes, by design.
+	coalesceSlow bool
+}
+
+// slowHandler is the slow handler as v registers it.
+func (v informerVariant) slowHandler(h *handler) toolscache.ResourceEventHandler {
+	if v.coalesceSlow {
+		return informer.Coalesce(h)
+	}
+	return h
 }
 
 // informerVariants are the informers in table order, each with its default
@@ -31,10 +42,18 @@ var informerVariants = []informerVariant{
 	{
 		name: "ours",
 		desc: "leaninformer's SharedIndexInformer, default options (Auto strategy, metrics on)",
-		new: func(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer {
-			return informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, opts)
-		},
+		new:  newOurs,
 	},
+	{
+		name:         "ours-coalesce",
+		desc:         "the same, with the slow handler registered through informer.Coalesce (the fast one as is)",
+		new:          newOurs,
+		coalesceSlow: true,
+	},
+}
+
+func newOurs(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer {
+	return informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, opts)
 }
 
 func informerNames() []string {

@@ -73,9 +73,10 @@ func TestScheduleKeepsTheRate(t *testing.T) {
 		return nil
 	})
 	elapsed := time.Since(start)
-	// 200/s for 0.5 s: the writes due at 0, 5, ..., 495 ms.
-	if err != nil || n != 100 || calls.Load() != 100 {
-		t.Errorf("run = %d, %v after %d calls; want 100 writes", n, err, calls.Load())
+	// 200/s for 0.5 s: the writes due at 0, 5, ..., 495 ms; the last few
+	// fall past the end when a sleep overshoots on a loaded machine.
+	if err != nil || n < 95 || n > 100 || calls.Load() != n {
+		t.Errorf("run = %d, %v after %d calls; want 100 writes or a few less", n, err, calls.Load())
 	}
 	if elapsed < 490*time.Millisecond {
 		t.Errorf("100 writes at 200/s took %v, want about 500ms", elapsed)
@@ -184,7 +185,7 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestJobsSkipTheSlowHandlerAtMaxAndAlternate(t *testing.T) {
-	o := options{rates: []float64{500, 0}, handlerSets: []handlerSet{fastOnly, fastAndSlow}, informers: informerVariants, runs: 2}
+	o := options{rates: []float64{500, 0}, handlerSets: []handlerSet{fastOnly, fastAndSlow}, informers: informerVariants[:2], runs: 2}
 	var got []string
 	for _, j := range o.jobs(fakeBackend) {
 		got = append(got, j.String())
@@ -200,6 +201,17 @@ func TestJobsSkipTheSlowHandlerAtMaxAndAlternate(t *testing.T) {
 	o.slowAtMax = true
 	if n := len(o.jobs(fakeBackend)); n != 16 {
 		t.Errorf("with --slow-at-max: %d jobs, want 16", n)
+	}
+	// The coalescing variant differs from ours only with the slow handler.
+	o.slowAtMax, o.informers = false, informerVariants
+	var coalescing []string
+	for _, j := range o.jobs(fakeBackend) {
+		if j.informer.coalesceSlow {
+			coalescing = append(coalescing, j.String())
+		}
+	}
+	if want := []string{"fake 500/s fast+slow ours-coalesce run 1", "fake 500/s fast+slow ours-coalesce run 2"}; fmt.Sprint(coalescing) != fmt.Sprint(want) {
+		t.Errorf("coalescing jobs %q, want %q", coalescing, want)
 	}
 }
 
@@ -275,9 +287,10 @@ func runSmoke(t *testing.T, ctx context.Context, o options) *Report {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	// 200/s: fast, fast+slow; max: fast alone; two informers each.
-	if len(rep.Rows) != 6 || len(rep.AllRuns) != 6 {
-		t.Fatalf("%d rows from %d runs, want 6 of each:\n%s", len(rep.Rows), len(rep.AllRuns), stdout.String())
+	// 200/s: fast and fast+slow, max: fast alone, each with client-go and
+	// ours; the coalescing variant with the slow handler only.
+	if len(rep.Rows) != 7 || len(rep.AllRuns) != 7 {
+		t.Fatalf("%d rows from %d runs, want 7 of each:\n%s", len(rep.Rows), len(rep.AllRuns), stdout.String())
 	}
 	for _, row := range rep.Rows {
 		m := row.Median
@@ -294,8 +307,8 @@ func runSmoke(t *testing.T, ctx context.Context, o options) *Report {
 		if (m.Slow != nil) != (row.Handlers == string(fastAndSlow)) {
 			t.Errorf("%s: slow handler figures %+v", name, m.Slow)
 		}
-		if m.Slow != nil && (m.Slow.Calls == 0 || m.Slow.Calls+m.Slow.Backlog != m.Writes) {
-			t.Errorf("%s: slow handler %+v does not account for the %d writes", name, *m.Slow, m.Writes)
+		if m.Slow != nil && (m.Slow.Calls == 0 || m.Slow.Calls+m.Slow.Backlog != m.Writes || !m.Slow.CaughtUp) {
+			t.Errorf("%s: slow handler %+v does not account for the %d writes, or never caught up", name, *m.Slow, m.Writes)
 		}
 		// Never faster than the target; on the fake, which takes any rate
 		// here, about the target (a real API server on a loaded machine may
@@ -308,6 +321,9 @@ func runSmoke(t *testing.T, ctx context.Context, o options) *Report {
 	md, err := os.ReadFile(filepath.Join(o.out, "results.md"))
 	if err != nil || string(md) != stdout.String() {
 		t.Errorf("results.md (err %v) differs from stdout", err)
+	}
+	if !strings.Contains(string(md), "Coalescing against the unbounded queue") || !strings.Contains(string(md), "| ours-coalesce |") {
+		t.Errorf("results.md has no coalescing comparison:\n%s", md)
 	}
 	svg, err := os.ReadFile(filepath.Join(o.out, chartName(o.backends[0], 200)))
 	if err != nil || xml.Unmarshal(svg, new(struct{})) != nil {

@@ -56,6 +56,9 @@ func (o options) jobs(backend string) []job {
 					slices.Reverse(infs)
 				}
 				for _, inf := range infs {
+					if inf.coalesceSlow && !hs.slow() {
+						continue // without the slow handler it is ours
+					}
 					out = append(out, job{backend: backend, rate: rate, handlers: hs, informer: inf, run: run})
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,13 +118,15 @@ func aggregate(results []Result, backend string, rate float64, handlers, informe
 		}
 		h := func(g func(Handler) float64) float64 { return f(func(r Result) float64 { return g(*get(r)) }) }
 		return &Handler{
-			Calls:     int64(h(func(x Handler) float64 { return float64(x.Calls) })),
-			PerSecond: h(func(x Handler) float64 { return x.PerSecond }),
-			P50Ms:     h(func(x Handler) float64 { return x.P50Ms }),
-			P99Ms:     h(func(x Handler) float64 { return x.P99Ms }),
-			MaxMs:     h(func(x Handler) float64 { return x.MaxMs }),
-			Backlog:   int64(h(func(x Handler) float64 { return float64(x.Backlog) })),
-			Unstamped: int64(h(func(x Handler) float64 { return float64(x.Unstamped) })),
+			Calls:          int64(h(func(x Handler) float64 { return float64(x.Calls) })),
+			PerSecond:      h(func(x Handler) float64 { return x.PerSecond }),
+			P50Ms:          h(func(x Handler) float64 { return x.P50Ms }),
+			P99Ms:          h(func(x Handler) float64 { return x.P99Ms }),
+			MaxMs:          h(func(x Handler) float64 { return x.MaxMs }),
+			Backlog:        int64(h(func(x Handler) float64 { return float64(x.Backlog) })),
+			Unstamped:      int64(h(func(x Handler) float64 { return float64(x.Unstamped) })),
+			CatchUpSeconds: h(func(x Handler) float64 { return x.CatchUpSeconds }),
+			CaughtUp:       !slices.ContainsFunc(rs, func(r Result) bool { return !get(r).CaughtUp }),
 		}
 	}
 	m := Result{
@@ -180,6 +183,12 @@ func goals(rows []Row) []Goal {
 			o, t := ours.Median, theirs.Median
 			add("fast handler: throughput >= client-go's", true, throughput(o, o.Fast), throughput(t, t.Fast))
 			add("fast handler: p99 latency <= client-go's", false, o.Fast.P99Ms, t.Fast.P99Ms)
+			// A coalescing slow handler makes fewer calls than there are
+			// writes by design: compare it with the unbounded queue instead
+			// (Report.coalescing).
+			if v, err := findInformer(ours.Informer); err == nil && v.coalesceSlow {
+				continue
+			}
 			if o.Slow != nil && t.Slow != nil {
 				add("slow handler: throughput >= client-go's", true, throughput(o, *o.Slow), throughput(t, *t.Slow))
 				add("slow handler: p99 latency <= client-go's", false, o.Slow.P99Ms, t.Slow.P99Ms)
@@ -271,18 +280,19 @@ func (r *Report) markdown() string {
 		"from the parent, up to " + fmt.Sprint(r.Writers) + " at a time; fake: updates of the in-process fake server; " +
 		"`max`: as fast as the API server takes them, or, on the fake, keeping " + fmt.Sprint(r.Inflight) + " writes ahead of the fast handler). " +
 		"*events/s*: update calls a handler got per second of the window; *p50*/*p99*: milliseconds from the write to the call, over those calls; " +
-		"*backlog*: writes of the window the handler had not got when it ended. " +
+		"*backlog*: writes of the window the handler had not got when it ended (a coalescing handler gets fewer calls than writes by design); " +
+		"*catch-up*: seconds after the window until the slow handler had heard of every object's last write. " +
 		"Heap figures are MiB above the child's heap after GC before the informer started: *peak heap* sampled (garbage included), " +
 		"*peak live* the largest live heap a GC marked, *end* the heap after a full GC when the writes ended (what the queues hold). " +
 		"*CPU s*: the child's CPU time over the window (with the fake backend this includes the fake server and the writer, the same for every informer); " +
 		"*µs/write*: CPU s per write; *GCs*: GC cycles in the window; *load*: the machine's one-minute load average when the window ended (other programs included; above the core count, the figures are noisy). *relists*, *missed*: full lists after the first, and writes the fast handler never got; both must be 0.\n\n")
-	b.WriteString("| backend | writes/s | handlers | informer | writes/s done | fast events/s | fast p50 | fast p99 | slow events/s | slow p50 | slow p99 | slow backlog | peak heap | peak live | end heap | CPU s | µs/write | GCs | load | relists | missed |\n")
-	b.WriteString("|---|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| backend | writes/s | handlers | informer | writes/s done | fast events/s | fast p50 | fast p99 | slow events/s | slow p50 | slow p99 | slow backlog | slow catch-up s | peak heap | peak live | end heap | CPU s | µs/write | GCs | load | relists | missed |\n")
+	b.WriteString("|---|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, row := range r.Rows {
 		m := row.Median
-		slow := "| | | |"
+		slow := "| | | | |"
 		if m.Slow != nil {
-			slow = fmt.Sprintf("%.0f | %s | %s | %d |", m.Slow.PerSecond, ms(m.Slow.P50Ms), ms(m.Slow.P99Ms), m.Slow.Backlog)
+			slow = fmt.Sprintf("%.0f | %s | %s | %d | %s |", m.Slow.PerSecond, ms(m.Slow.P50Ms), ms(m.Slow.P99Ms), m.Slow.Backlog, catchUpCell(*m.Slow))
 		}
 		perWrite := 0.0
 		if m.Writes > 0 {
@@ -304,6 +314,7 @@ func (r *Report) markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %s |\n", g.Scenario, g.Ours, g.Goal, g.Ratio, met)
 		}
 	}
+	b.WriteString(r.coalescing())
 	charts := r.charts()
 	if len(charts) > 0 {
 		b.WriteString("\nHeap over time with the slow handler:")
@@ -314,6 +325,46 @@ func (r *Report) markdown() string {
 			}
 		}
 		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// catchUpCell formats a slow handler's catch-up time, or the limit it passed.
+func catchUpCell(h Handler) string {
+	if !h.CaughtUp {
+		return fmt.Sprintf("> %.0f", h.CatchUpSeconds)
+	}
+	return fmt.Sprintf("%.1f", h.CatchUpSeconds)
+}
+
+// coalescing compares, in each scenario with the slow handler, every
+// coalescing variant with ours with unbounded queues: what the queues hold,
+// how stale the slow handler's calls are and how long it takes to catch up.
+func (r *Report) coalescing() string {
+	var b strings.Builder
+	for _, unbounded := range r.Rows {
+		if unbounded.Informer != "ours" || unbounded.Median.Slow == nil {
+			continue
+		}
+		for _, c := range r.Rows {
+			v, err := findInformer(c.Informer)
+			if err != nil || !v.coalesceSlow || c.scenario() != unbounded.scenario() || c.Median.Slow == nil {
+				continue
+			}
+			if b.Len() == 0 {
+				b.WriteString("\nCoalescing against the unbounded queue (same scenario; heap MiB above baseline; slow p99 in ms):\n\n")
+				b.WriteString("| scenario | informer | end heap | peak live | slow calls/s | slow p99 | slow catch-up s | end heap vs ours |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+			}
+			for _, row := range []Row{unbounded, c} {
+				m := row.Median
+				ratio := ""
+				if row.Informer != "ours" && unbounded.Median.EndHeap > 0 {
+					ratio = fmt.Sprintf("%.3f", float64(m.EndHeap)/float64(unbounded.Median.EndHeap))
+				}
+				fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.0f | %s | %s | %s |\n", row.scenario(), row.Informer,
+					mib(m.EndHeap), mib(m.PeakLive), m.Slow.PerSecond, ms(m.Slow.P99Ms), catchUpCell(*m.Slow), ratio)
+			}
+		}
 	}
 	return b.String()
 }

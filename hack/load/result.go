@@ -63,6 +63,11 @@ type Handler struct {
 	// Unstamped counts updates without a written-at annotation: none is
 	// expected.
 	Unstamped int64 `json:"unstamped"`
+	// CatchUpSeconds (slow handler) is how long after the window the handler
+	// took to hear of every object's last write; CaughtUp is false if it had
+	// not within the child's --catch-up limit.
+	CatchUpSeconds float64 `json:"catchUpSeconds,omitempty"`
+	CaughtUp       bool    `json:"caughtUp,omitempty"`
 }
 
 // Sample is the child at one moment of the window.
