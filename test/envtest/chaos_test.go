@@ -189,7 +189,11 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 				informer.WithBackoff(informer.Backoff{Initial: 100 * time.Millisecond, Factor: 2, Cap: schedule.backoffCap, Jitter: 0.5, ResetAfter: 30 * time.Second}),
 			}, c.options...)
 			s.inf = informer.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{}, opts...)
-			_, err = s.inf.AddEventHandler(s.handler)
+			var h toolscache.ResourceEventHandler = s.handler
+			if c.coalesce {
+				h = informer.Coalesce(h)
+			}
+			_, err = s.inf.AddEventHandler(h)
 			Expect(err).NotTo(HaveOccurred())
 			running.Go(func() { s.inf.RunWithContext(runCtx) })
 			subjects = append(subjects, s)
@@ -285,6 +289,8 @@ type chaosInformer struct {
 	// lists marks the informers that list-only faults (410 on a LIST,
 	// expired continue tokens) make relist, so that they meet a LIST.
 	lists bool
+	// coalesce registers the handler through informer.Coalesce.
+	coalesce bool
 }
 
 var chaosInformers = []chaosInformer{
@@ -292,7 +298,7 @@ var chaosInformers = []chaosInformer{
 	{name: "streaminglist", options: []informer.Option{informer.WithStrategy(informer.StreamingList)}},
 	{name: "streaminglist-encoded", options: []informer.Option{informer.WithStrategy(informer.StreamingList), informer.WithEncodedStore()}},
 	// Every opt-in at once, with the default strategy.
-	{name: "opt-ins", options: []informer.Option{informer.WithInterning(), informer.WithEncodedStore()}},
+	{name: "opt-ins", options: []informer.Option{informer.WithInterning(), informer.WithEncodedStore()}, coalesce: true},
 }
 
 // chaosUserAgent is the user agent of informer name of configuration c:
