@@ -182,8 +182,17 @@ func TestCoalescingHasSyncedWaitsForTheInitialList(t *testing.T) {
 // per key. An unchanged object gets the relist's OnUpdate(obj, obj), as
 // client-go sends it to handlers of an informer that does not resync.
 func TestCoalescingHandlerAcrossARelist(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{{"plain store", nil}, {"encoded store", []Option{WithEncodedStore()}}} {
+		t.Run(tc.name, func(t *testing.T) { testCoalescingAcrossARelist(t, tc.opts...) })
+	}
+}
+
+func testCoalescingAcrossARelist(t *testing.T, opts ...Option) {
 	s := newServer(t, 30)
-	inf := newInformer(s, 0)
+	inf := newInformer(s, 0, opts...)
 	rec := newRecorder()
 	handle, err := inf.AddEventHandler(Coalesce(rec))
 	if err != nil {
@@ -316,5 +325,63 @@ func TestCoalesceKey(t *testing.T) {
 	}
 	if a, b := coalesceKey(&metav1.Status{}), coalesceKey(&metav1.Status{}); a == b {
 		t.Errorf("two objects without a key share %q", a)
+	}
+}
+
+// A coalescing handler that joins a running informer gets its initial list
+// from a store snapshot (an encoded store's entries, decoded as delivered),
+// folded with the changes that come while it is behind.
+func TestCoalescingLateHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{{"plain store", nil}, {"encoded store", []Option{WithEncodedStore()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, 10)
+			inf := newInformer(s, 0, tc.opts...)
+			run(t, inf)
+			waitSynced(t, inf)
+			rec := newRecorder()
+			g := closedGate()
+			rec.onCall = g.wait
+			handle, err := inf.AddEventHandler(Coalesce(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the late handler to block in its first add", func() bool { return g.blocked.Load() == 1 })
+			updated := mustUpdate(t, s, configMap("cm-0005", "v", "late")).(*corev1.ConfigMap)
+			mustDelete(t, s, "cm-0006")
+			eventually(t, "the store to have both changes", func() bool { return equalStates(serverState(t, s), storeState(inf.GetStore())) })
+			if handle.HasSynced() {
+				t.Fatal("the late handler synced before getting its initial list")
+			}
+			g.release()
+			waitSynced(t, handle)
+			eventually(t, "the handler to catch up", func() bool { return equalStates(serverState(t, s), rec.stateCopy()) })
+			// The blocked first add was delivered before the changes: if it
+			// was cm-0005's or cm-0006's, that object gets a second call.
+			calls := rec.snapshot()
+			perKey := map[string]int{}
+			for _, c := range calls {
+				perKey[c.key]++
+			}
+			first := calls[0].key
+			for k, n := range perKey {
+				if want := 1; n != want && (k != first || n != 2) {
+					t.Errorf("%s: %d calls, want 1 (2 for the first object, %s)", k, n, first)
+				}
+			}
+			if first != key("cm-0006") && perKey[key("cm-0006")] != 0 {
+				t.Errorf("cm-0006, deleted before its add was delivered, got %d calls", perKey[key("cm-0006")])
+			}
+			for _, c := range calls {
+				if c.key == key("cm-0005") && c.op == "add" && first != c.key && c.rv != updated.ResourceVersion {
+					t.Errorf("cm-0005's add carries rv %s, want the update's %s", c.rv, updated.ResourceVersion)
+				}
+				if _, isCM := c.obj.(*corev1.ConfigMap); !isCM && c.op != "delete" {
+					t.Errorf("%s %s got a %T, want a decoded ConfigMap", c.op, c.key, c.obj)
+				}
+			}
+		})
 	}
 }
