@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -48,7 +49,17 @@ const (
 	Disconnect
 	// Delay waits Delay before forwarding the request.
 	Delay
+	// Garble forwards the request and answers with the API server's status
+	// and headers but a body no client decodes (garbledBody): a LIST page or
+	// a watch whose first event cannot be read.
+	Garble
 )
+
+// garbledBody is what Garble answers with: a length-delimited frame of 16
+// bytes (so that a protobuf watch decoder reads a whole frame rather than
+// waiting for more) whose bytes are no protobuf message (a varint that
+// never ends), no JSON and no Kubernetes protobuf envelope ("k8s\x00").
+var garbledBody = append([]byte{0, 0, 0, 16}, bytes.Repeat([]byte{0xff}, 16)...)
 
 // String returns the kind's name, as in Go source.
 func (k FaultKind) String() string {
@@ -63,6 +74,8 @@ func (k FaultKind) String() string {
 		return "Disconnect"
 	case Delay:
 		return "Delay"
+	case Garble:
+		return "Garble"
 	}
 	return "FaultKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -92,7 +105,7 @@ type Rule struct {
 
 func (r Rule) validate() error {
 	switch r.Fault.Kind {
-	case Gone, TooManyRequests, InternalError:
+	case Gone, TooManyRequests, InternalError, Garble:
 	case Disconnect:
 		if r.Fault.AfterBytes < 0 {
 			return fmt.Errorf("faultproxy: Disconnect after %d bytes: the count is negative", r.Fault.AfterBytes)

@@ -1,10 +1,11 @@
 // Package faultproxy is a loopback HTTP proxy that sits between a Kubernetes
 // client and an API server and injects faults on command: it cuts open
 // watches, answers chosen requests with 410 Gone, 429 or 500, drops a
-// response after some bytes, expires continue tokens, delays requests and
-// black-holes traffic. It counts requests by kind (lists with limit or
-// continue, watches, streaming-list watches) so that tests and benchmarks can
-// assert what a client really sent.
+// response after some bytes, replaces a response's body with bytes no client
+// decodes, expires continue tokens, delays requests and black-holes traffic.
+// It counts requests by kind (lists with limit or continue, watches,
+// streaming-list watches) so that tests and benchmarks can assert what a
+// client really sent.
 //
 // The proxy serves plain HTTP on 127.0.0.1 and talks to the API server with
 // the credentials of the rest.Config it was made from; ClientConfig returns
@@ -23,6 +24,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -251,7 +253,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := p.waitWhileHeld(ctx, r, info); err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	limit := int64(-1)
+	body := response{limit: -1}
 	if fault, ok := p.take(r, info); ok {
 		p.stats.faults[fault.Kind].Add(1)
 		switch fault.Kind {
@@ -263,10 +265,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(http.ErrAbortHandler)
 			}
 		case Disconnect:
-			limit = fault.AfterBytes
+			body.limit = fault.AfterBytes
+		case Garble:
+			body.garble = true
 		}
 	}
-	p.forward(ctx, w, r, info, limit)
+	p.forward(ctx, w, r, info, body)
+}
+
+// response says what forward does to a response body: cut it after limit
+// bytes (negative: never), or replace it with garbledBody.
+type response struct {
+	limit  int64
+	garble bool
 }
 
 // enter registers a request in flight, or refuses it once Close has begun.
@@ -339,7 +350,7 @@ func (p *Proxy) waitWhileHeld(ctx context.Context, r *http.Request, info Request
 // body have gone through. When ctx ends (a cut, Close) or the upstream body
 // fails, the client's connection is dropped so that it sees a broken stream,
 // not a clean end.
-func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, info RequestInfo, limit int64) {
+func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, info RequestInfo, body response) {
 	out := r.Clone(ctx)
 	out.URL.Scheme, out.URL.Host = p.upstream.Scheme, p.upstream.Host
 	out.URL.Path = joinPath(p.upstream.Path, r.URL.Path)
@@ -370,11 +381,18 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		w.Header()[k] = vs
 	}
 	removeHopHeaders(w.Header())
+	if body.garble {
+		w.Header().Set("Content-Length", strconv.Itoa(len(garbledBody)))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(garbledBody)
+		return
+	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	if rc.Flush() != nil {
 		return
 	}
+	limit := body.limit
 
 	buf := make([]byte, 32<<10)
 	var sent int64

@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/pem"
@@ -19,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
@@ -326,6 +328,34 @@ func TestDisconnectAfterBytes(t *testing.T) {
 	}
 	if got := p.Stats().Faults.Disconnects; got != 1 {
 		t.Errorf("Faults.Disconnects = %d, want 1", got)
+	}
+}
+
+func TestGarbleAnswersWhatNoDecoderReads(t *testing.T) {
+	b := newBackend(t, map[string]http.HandlerFunc{rbPath: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+		_, _ = io.WriteString(w, "a body the proxy replaces")
+	}})
+	p := newProxy(t, &rest.Config{Host: b.URL})
+	mustInject(t, p, Rule{Match: Match{Resource: "rolebindings"}, Fault: Fault{Kind: Garble}, Times: 1})
+	c := newClient(t)
+
+	resp, body := get(t, c, p.URL()+rbPath)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" || !bytes.Equal(body, garbledBody) {
+		t.Errorf("garbled response %d %q, body %q; want the backend's status and type with the garbled body", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if _, body := get(t, c, p.URL()+rbPath); string(body) != "a body the proxy replaces" {
+		t.Errorf("second response %q, want the backend's", body)
+	}
+	if got := p.Stats().Faults.Garbled; got != 1 {
+		t.Errorf("Faults.Garbled = %d, want 1", got)
+	}
+	// Neither the JSON nor the protobuf decoder of client-go reads it, as a
+	// whole body or as a watch frame's content.
+	for _, data := range [][]byte{garbledBody, garbledBody[4:]} {
+		if obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, nil); err == nil {
+			t.Errorf("client-go decoded %q into %T", data, obj)
+		}
 	}
 }
 

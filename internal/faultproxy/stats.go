@@ -36,6 +36,8 @@ type FaultCounts struct {
 	WatchesCut int64
 	// BlackHoled counts requests and open responses a black hole held.
 	BlackHoled int64
+	// Garbled counts responses Garble replaced with an undecodable body.
+	Garbled int64
 }
 
 // RequestCounter counts requests by kind on the client side, the way a
@@ -65,7 +67,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // counters is Stats with atomic fields, updated from request goroutines.
 type counters struct {
 	lists, listsWithLimit, listsWithContinue, watches, streamingWatches, other atomic.Int64
-	faults                                                                     [Delay + 1]atomic.Int64
+	faults                                                                     [Garble + 1]atomic.Int64
 	watchesCut, blackHoled                                                     atomic.Int64
 }
 
@@ -105,6 +107,7 @@ func (c *counters) snapshot() Stats {
 			InternalError:   c.faults[InternalError].Load(),
 			Disconnects:     c.faults[Disconnect].Load(),
 			Delays:          c.faults[Delay].Load(),
+			Garbled:         c.faults[Garble].Load(),
 			WatchesCut:      c.watchesCut.Load(),
 			BlackHoled:      c.blackHoled.Load(),
 		},
