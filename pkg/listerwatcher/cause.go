@@ -32,26 +32,32 @@ const (
 	CauseServerError
 	CauseRefused
 	CauseBadRequest
+	CauseUnexpectedObject
+	CauseBookmarkWithoutResourceVersion
+	CauseStaleEvent
 )
 
 var causes = [...]struct{ name, description string }{
-	CauseOther:                   {"Other", "list or watch failed"},
-	CauseConsumer:                {"Consumer", "the consumer failed to handle an event"},
-	CauseDecode:                  {"Decode", "the API server's answer could not be read"},
-	CauseVeryShortWatch:          {"VeryShortWatch", "watches close at once without events (does something between the client and the API server drop them?)"},
-	CauseNoEndBookmark:           {"NoEndBookmark", "the streaming list never ended (bookmarks turned off?)"},
-	CauseNotStreaming:            {"NotStreaming", "the API server does not stream lists"},
-	CauseStreamEnded:             {"StreamEnded", "the streaming list ended before its end bookmark"},
-	CauseForbidden:               {"Forbidden", "forbidden by RBAC: the client may not list or watch this resource"},
-	CauseUnauthorized:            {"Unauthorized", "unauthorized: the client's credentials are not accepted"},
-	CauseNotFound:                {"NotFound", "not found: the server does not serve this resource (is its CRD installed?)"},
-	CauseThrottled:               {"Throttled", "throttled by the API server (429)"},
-	CauseExpired:                 {"Expired", "resourceVersion expired (410)"},
-	CauseTooLargeResourceVersion: {"TooLargeResourceVersion", "resourceVersion too large: the API server has not caught up with it yet"},
-	CauseTimeout:                 {"Timeout", "timed out"},
-	CauseServerError:             {"ServerError", "API server error"},
-	CauseRefused:                 {"Refused", "API server unreachable (connection refused)"},
-	CauseBadRequest:              {"BadRequest", "request rejected by the API server"},
+	CauseOther:                          {"Other", "list or watch failed"},
+	CauseConsumer:                       {"Consumer", "the consumer failed to handle an event"},
+	CauseDecode:                         {"Decode", "the API server's answer could not be read"},
+	CauseVeryShortWatch:                 {"VeryShortWatch", "watches close at once without events (does something between the client and the API server drop them?)"},
+	CauseNoEndBookmark:                  {"NoEndBookmark", "the streaming list never ended (bookmarks turned off?)"},
+	CauseNotStreaming:                   {"NotStreaming", "the API server does not stream lists"},
+	CauseStreamEnded:                    {"StreamEnded", "the streaming list ended before its end bookmark"},
+	CauseForbidden:                      {"Forbidden", "forbidden by RBAC: the client may not list or watch this resource"},
+	CauseUnauthorized:                   {"Unauthorized", "unauthorized: the client's credentials are not accepted"},
+	CauseNotFound:                       {"NotFound", "not found: the server does not serve this resource (is its CRD installed?)"},
+	CauseThrottled:                      {"Throttled", "throttled by the API server (429)"},
+	CauseExpired:                        {"Expired", "resourceVersion expired (410)"},
+	CauseTooLargeResourceVersion:        {"TooLargeResourceVersion", "resourceVersion too large: the API server has not caught up with it yet"},
+	CauseTimeout:                        {"Timeout", "timed out"},
+	CauseServerError:                    {"ServerError", "API server error"},
+	CauseRefused:                        {"Refused", "API server unreachable (connection refused)"},
+	CauseBadRequest:                     {"BadRequest", "request rejected by the API server"},
+	CauseUnexpectedObject:               {"UnexpectedObject", "the watch sent an object of another type or kind than the informer's (a ListerWatcher for another resource?)"},
+	CauseBookmarkWithoutResourceVersion: {"BookmarkWithoutResourceVersion", "the watch sent a bookmark without a resourceVersion"},
+	CauseStaleEvent:                     {"StaleEvent", "the watch went back in time: an event older than the collection's resourceVersion"},
 }
 
 // String returns the cause's name, e.g. "Forbidden".
@@ -80,8 +86,14 @@ func causeOf(op Op, err error) Cause {
 	switch {
 	case op == OpConsume:
 		return CauseConsumer
-	case errors.As(err, &bad):
+	case errors.As(err, &bad) || isUndecodableEvent(err):
 		return CauseDecode
+	case errors.Is(err, ErrUnexpectedObject):
+		return CauseUnexpectedObject
+	case errors.Is(err, ErrBookmarkWithoutResourceVersion):
+		return CauseBookmarkWithoutResourceVersion
+	case errors.Is(err, ErrStaleEvent):
+		return CauseStaleEvent
 	case errors.Is(err, ErrVeryShortWatch):
 		return CauseVeryShortWatch
 	case errors.Is(err, ErrNoEndBookmark):

@@ -135,6 +135,11 @@ func unavailable(f fault) bool { return f.fromRV && isUnavailable(f.err) }
 func expired(f fault) bool     { return isExpired(f.err) }
 func internal(f fault) bool    { return apierrors.IsInternalError(f.err) }
 
+func undecodableEvent(f fault) bool  { return isUndecodableEvent(f.err) }
+func unexpectedObject(f fault) bool  { return errors.Is(f.err, ErrUnexpectedObject) }
+func bookmarkWithoutRV(f fault) bool { return errors.Is(f.err, ErrBookmarkWithoutResourceVersion) }
+func stale(f fault) bool             { return errors.Is(f.err, ErrStaleEvent) }
+
 // rules is the fault table, mirrored row by row by the README's. client-go
 // means v0.37.2's reflector (tools/cache/reflector.go) and its pager.
 var rules = []rule{
@@ -194,6 +199,14 @@ var rules = []rule{
 	{"streaming", OpStream, "StreamingList: no end bookmark within the idle timeout, or a change before it",
 		func(f fault) bool { return errors.Is(f.err, ErrNoEndBookmark) || errors.Is(f.err, ErrNotStreaming) },
 		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 0}},
+	// Bad input from the wire. Dropping an object of another type would lose
+	// the change it stood for (client-go drops it with an error); a
+	// consistent LIST has it. An end bookmark without a resourceVersion
+	// leaves nothing to watch from but "" (client-go takes it).
+	{"streaming", OpStream, "the stream sends an object of another type or kind", unexpectedObject,
+		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}},
+	{"streaming", OpStream, "the stream's end bookmark has no resourceVersion", bookmarkWithoutRV,
+		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 0}},
 	// client-go's watchList falls back to a LIST at V(4) after an ERROR
 	// event, and reopens a stream that ended early silently.
 	{"streaming", OpStream, "the stream ends otherwise: another ERROR event, or closed before its end bookmark", nil,
@@ -216,6 +229,21 @@ var rules = []rule{
 	// rest as a warning ("watch ended with error").
 	{"watching", OpStream, "the watch sends a 410 ERROR event", expired,
 		Decision{Next: RelistFromLast, Reason: Expired, Backoff: true, Verbosity: 4}},
+	// Bad input from the wire. An event client-go's decoder cannot read
+	// comes as a 500 ERROR event of its own: the same watch from the last rv
+	// sends it again, and a LIST could not read it either. A bookmark without
+	// a resourceVersion says nothing: client-go takes "" from it and replays
+	// the collection on its next watch. An object of another type: see
+	// streaming. An event older than the collection would undo newer state
+	// (client-go applies it): the stream cannot be trusted, a LIST can.
+	{"watching", OpStream, "the watch sends an event the client cannot decode (client-go's 500 ERROR event with cause ClientWatchDecoding)", undecodableEvent,
+		Decision{Next: ResumeWatch, Backoff: true, Verbosity: 0}},
+	{"watching", OpStream, "the watch sends an object of another type or kind", unexpectedObject,
+		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}},
+	{"watching", OpStream, "the watch sends a bookmark without a resourceVersion", bookmarkWithoutRV,
+		Decision{Next: ResumeWatch, Backoff: true, Verbosity: 0}},
+	{"watching", OpStream, "the watch sends an event older than the collection's resourceVersion", stale,
+		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 0}},
 	{"watching", OpStream, "the watch sends a 429 ERROR event", throttled,
 		Decision{Next: ResumeWatch, Backoff: true, Verbosity: 2}},
 	{"watching", OpStream, "the watch sends a 500 ERROR event, or closes within 1 s without events (ErrVeryShortWatch)",

@@ -20,16 +20,17 @@ import (
 // with the decision written out: the rules are what is under test.
 func TestClassifyFollowsTheFaultTable(t *testing.T) {
 	var (
-		boom      = errors.New("boom")
-		expired   = apierrors.NewResourceExpired("too old resource version")
-		gone      = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone}}
-		tooLarge  = fake.TooLargeResourceVersion(10, 5)
-		throttled = apierrors.NewTooManyRequests("slow down", 3)
-		refused   = fake.ConnectionRefused()
-		internal  = apierrors.NewInternalError(errors.New("etcd hiccup"))
-		forbidden = apierrors.NewForbidden(configMaps, "", errors.New("no"))
-		invalid   = apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", nil)
-		noStatus  = watchEventError(&corev1.ConfigMap{})
+		boom        = errors.New("boom")
+		expired     = apierrors.NewResourceExpired("too old resource version")
+		gone        = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone}}
+		tooLarge    = fake.TooLargeResourceVersion(10, 5)
+		throttled   = apierrors.NewTooManyRequests("slow down", 3)
+		refused     = fake.ConnectionRefused()
+		internal    = apierrors.NewInternalError(errors.New("etcd hiccup"))
+		forbidden   = apierrors.NewForbidden(configMaps, "", errors.New("no"))
+		invalid     = apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", nil)
+		noStatus    = watchEventError(&corev1.ConfigMap{})
+		undecodable = apierrors.FromObject(apierrors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding").AsObject(errors.New("garbage")))
 
 		firstFromRV = listing{attempt: attempt{from: "5"}, opts: metav1.ListOptions{Limit: 500, ResourceVersion: "5", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}}
 		firstNewest = listing{opts: metav1.ListOptions{Limit: 500}}
@@ -103,40 +104,52 @@ func TestClassifyFollowsTheFaultTable(t *testing.T) {
 			want{13, Decision{Cause: CauseNoEndBookmark, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"StreamingList: a change before the end bookmark", OpStream, streamNew, ErrNotStreaming, explicit,
 			want{13, Decision{Cause: CauseNotStreaming, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+		{"stream sends an object of another type", OpStream, streamNew, fmt.Errorf("%w: *v1.Secret", ErrUnexpectedObject), explicit,
+			want{14, Decision{Cause: CauseUnexpectedObject, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+		{"stream's end bookmark without a resourceVersion", OpStream, streamRV, ErrBookmarkWithoutResourceVersion, auto,
+			want{15, Decision{Cause: CauseBookmarkWithoutResourceVersion, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"stream sends 500", OpStream, streamNew, internal, auto,
-			want{14, Decision{Cause: CauseServerError, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+			want{16, Decision{Cause: CauseServerError, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
 		{"stream ends before its end bookmark", OpStream, streamRV, ErrStreamEnded, auto,
-			want{14, Decision{Cause: CauseStreamEnded, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+			want{16, Decision{Cause: CauseStreamEnded, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
 		{"stream sends an ERROR without a Status", OpStream, streamNew, noStatus, explicit,
-			want{14, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+			want{16, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
 
 		{"watch open throttled", OpWatch, watchingRV, throttled, auto,
-			want{15, Decision{Cause: CauseThrottled, Next: ResumeWatch, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 4}}},
+			want{17, Decision{Cause: CauseThrottled, Next: ResumeWatch, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 4}}},
 		{"watch open refused", OpWatch, watchingRV, refused, auto,
-			want{15, Decision{Cause: CauseRefused, Next: ResumeWatch, Backoff: true, Verbosity: 4}}},
+			want{17, Decision{Cause: CauseRefused, Next: ResumeWatch, Backoff: true, Verbosity: 4}}},
 		{"watch open expired", OpWatch, watchingRV, expired, auto,
-			want{16, Decision{Cause: CauseExpired, Next: RelistFromLast, Reason: Expired, Backoff: true, Notify: true}}},
+			want{18, Decision{Cause: CauseExpired, Next: RelistFromLast, Reason: Expired, Backoff: true, Notify: true}}},
 		{"watch open 500", OpWatch, watchingRV, internal, auto,
-			want{17, Decision{Cause: CauseServerError, Next: ResumeWatch, Backoff: true, Notify: true}}},
+			want{19, Decision{Cause: CauseServerError, Next: ResumeWatch, Backoff: true, Notify: true}}},
 		{"watch open forbidden", OpWatch, watchingRV, forbidden, auto,
-			want{18, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+			want{20, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
 		{"watch open too large", OpWatch, watchingRV, tooLarge, auto,
-			want{18, Decision{Cause: CauseTooLargeResourceVersion, Next: RelistFromLast, Reason: Error, Backoff: true, RetryAfter: time.Second, Notify: true}}},
+			want{20, Decision{Cause: CauseTooLargeResourceVersion, Next: RelistFromLast, Reason: Error, Backoff: true, RetryAfter: time.Second, Notify: true}}},
 		{"watch sends 410", OpStream, watchingRV, expired, auto,
-			want{19, Decision{Cause: CauseExpired, Next: RelistFromLast, Reason: Expired, Backoff: true, Verbosity: 4}}},
+			want{21, Decision{Cause: CauseExpired, Next: RelistFromLast, Reason: Expired, Backoff: true, Verbosity: 4}}},
+		{"watch sends an event the client cannot decode", OpStream, watchingRV, undecodable, auto,
+			want{22, Decision{Cause: CauseDecode, Next: ResumeWatch, Backoff: true}}},
+		{"watch sends an object of another type", OpStream, watchingRV, fmt.Errorf("%w: *v1.Secret", ErrUnexpectedObject), auto,
+			want{23, Decision{Cause: CauseUnexpectedObject, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+		{"watch sends a bookmark without a resourceVersion", OpStream, watchingRV, ErrBookmarkWithoutResourceVersion, auto,
+			want{24, Decision{Cause: CauseBookmarkWithoutResourceVersion, Next: ResumeWatch, Backoff: true}}},
+		{"watch sends an older event", OpStream, watchingRV, fmt.Errorf("%w: MODIFIED at 3", ErrStaleEvent), auto,
+			want{25, Decision{Cause: CauseStaleEvent, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"watch sends 429", OpStream, watchingRV, throttled, auto,
-			want{20, Decision{Cause: CauseThrottled, Next: ResumeWatch, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 2}}},
+			want{26, Decision{Cause: CauseThrottled, Next: ResumeWatch, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 2}}},
 		{"watch sends 500", OpStream, watchingRV, internal, auto,
-			want{21, Decision{Cause: CauseServerError, Next: ResumeWatch, Backoff: true}}},
+			want{27, Decision{Cause: CauseServerError, Next: ResumeWatch, Backoff: true}}},
 		{"very short watch", OpStream, watchingRV, ErrVeryShortWatch, auto,
-			want{21, Decision{Cause: CauseVeryShortWatch, Next: ResumeWatch, Backoff: true}}},
+			want{27, Decision{Cause: CauseVeryShortWatch, Next: ResumeWatch, Backoff: true}}},
 		{"watch sends 403", OpStream, watchingRV, forbidden, auto,
-			want{22, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+			want{28, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"watch sends an ERROR without a Status", OpStream, watchingRV, noStatus, auto,
-			want{22, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+			want{28, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 
 		{"a step no phase has", OpWatch, firstNewest, forbidden, auto,
-			want{23, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+			want{29, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			i, d := classifyRule(faultOf(tc.op, tc.ph, tc.err, tc.auto))

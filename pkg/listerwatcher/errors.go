@@ -1,8 +1,10 @@
 package listerwatcher
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,18 @@ var (
 	ErrNotStreaming = errors.New("the server sent a change before the initial-events-end bookmark: it does not stream lists")
 	// ErrStreamEnded means the stream closed before its end bookmark.
 	ErrStreamEnded = errors.New("the stream of initial events ended before its end bookmark")
+	// ErrUnexpectedObject means a watch event carried an object of another
+	// type or kind than WithExpectedType or WithExpectedGVK. Dropping it would
+	// lose the change it stood for, so the watcher relists instead.
+	ErrUnexpectedObject = errors.New("the watch sent an object of an unexpected type or kind")
+	// ErrBookmarkWithoutResourceVersion means a BOOKMARK event had no
+	// resourceVersion: it says nothing, and taking it would make the next
+	// watch start from "" and replay the whole collection.
+	ErrBookmarkWithoutResourceVersion = errors.New("the watch sent a bookmark without a resourceVersion")
+	// ErrStaleEvent means a watch sent an event whose resourceVersion is not
+	// newer than the collection's (a change), or older (a bookmark): the
+	// stream went back in time, and applying it would undo newer state.
+	ErrStaleEvent = errors.New("the watch sent an event older than the collection's resourceVersion")
 )
 
 // Op names the step of the pipeline that failed.
@@ -97,6 +111,26 @@ func retryAfter(err error) time.Duration {
 		return time.Duration(s) * time.Second
 	}
 	return 0
+}
+
+// clientWatchDecoding is the cause type client-go's watch gives the ERROR
+// event it makes of an event it cannot decode (rest.Request.newStreamWatcher).
+const clientWatchDecoding metav1.CauseType = "ClientWatchDecoding"
+
+// isUndecodableEvent reports the ERROR event client-go's watch sends for an
+// event it could not decode: a 500 Status with cause ClientWatchDecoding.
+func isUndecodableEvent(err error) bool { return apierrors.HasStatusCause(err, clientWatchDecoding) }
+
+// compareResourceVersions compares resourceVersions a and b (-1, 0 or 1)
+// when both are what etcd and the fake server send: decimal integers. Other
+// resourceVersions are opaque (ok false) and never compared.
+func compareResourceVersions(a, b string) (c int, ok bool) {
+	x, errX := strconv.ParseUint(a, 10, 64)
+	y, errY := strconv.ParseUint(b, 10, 64)
+	if errX != nil || errY != nil {
+		return 0, false
+	}
+	return cmp.Compare(x, y), true
 }
 
 // watchEventError turns the object of an ERROR watch event into an error.

@@ -402,10 +402,10 @@ func capturedErrors(t *testing.T) <-chan string {
 	return ch
 }
 
-func TestEventsOfAnotherTypeAreDropped(t *testing.T) {
+// Events of an unknown type are dropped with an error; the watch goes on.
+func TestEventsOfUnknownTypeAreDropped(t *testing.T) {
 	dropped := capturedErrors(t)
 	h, srv := live(t, WithExpectedType(&corev1.ConfigMap{}))
-	srv.SendWatchEvent(watch.Event{Type: watch.Added, Object: &corev1.Secret{}})
 	srv.SendWatchEvent(watch.Event{Type: "SURPRISE", Object: &corev1.ConfigMap{}})
 	if _, err := srv.Delete("ns", "cm-00000"); err != nil {
 		t.Fatal(err)
@@ -414,15 +414,27 @@ func TestEventsOfAnotherTypeAreDropped(t *testing.T) {
 	if ev := h.nextOf(Deleted); ev.Object.(*corev1.ConfigMap).Name != "cm-00000" {
 		t.Errorf("got %v, want the deletion of cm-00000", ev.Object)
 	}
-	for _, want := range []string{"unexpected type", "unknown type"} {
-		select {
-		case msg := <-dropped:
-			if !strings.Contains(msg, want) {
-				t.Errorf("dropped with %q, want %q", msg, want)
-			}
-		case <-time.After(guard):
-			t.Fatal("no error for a dropped event")
+	select {
+	case msg := <-dropped:
+		if !strings.Contains(msg, "unknown type") {
+			t.Errorf("dropped with %q, want %q", msg, "unknown type")
 		}
+	case <-time.After(guard):
+		t.Fatal("no error for a dropped event")
+	}
+}
+
+// An object of another type ends the watch with ErrUnexpectedObject and a
+// relist from the last rv: dropping it would lose the change it stood for.
+func TestObjectOfAnotherTypeRelists(t *testing.T) {
+	h, srv := live(t, WithExpectedType(&corev1.ConfigMap{}))
+	rv := srv.ResourceVersion()
+	srv.SendWatchEvent(watch.Event{Type: watch.Added, Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "99"}}})
+	h.expectErr(isErr(ErrUnexpectedObject))
+	h.backoff(time.Second)
+	start, names, done := h.restart()
+	if start.Reason != Error || len(names) != 3 || done.ResourceVersion != rv {
+		t.Errorf("restart %v of %v at %q, want Error of the 3 objects at %q", start.Reason, names, done.ResourceVersion, rv)
 	}
 }
 

@@ -94,8 +94,12 @@ func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) 
 			w.events++
 			switch ev.Type {
 			case watch.Added:
-				if !m.accept(ctx, ev.Object) {
+				if ev.Object == nil {
+					m.dropWithoutObject(ctx)
 					break
+				}
+				if err := m.unexpected(ev.Object); err != nil {
+					return p, "", OpStream, err
 				}
 				batch = append(batch, ev.Object)
 				if n := m.streamingBatch(); n > 0 && len(batch) >= n {
@@ -111,6 +115,9 @@ func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) 
 					break // progress during the initial events: nothing to do
 				}
 				rv := md.GetResourceVersion()
+				if rv == "" {
+					return p, "", OpStream, ErrBookmarkWithoutResourceVersion
+				}
 				if err := deliver(Event{Type: RestartPage, Objects: batch, Strategy: StreamingList}); err != nil {
 					return p, "", OpConsume, err
 				}

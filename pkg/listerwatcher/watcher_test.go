@@ -2,6 +2,7 @@ package listerwatcher
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -78,8 +79,6 @@ func TestExpectedKindOfUnstructured(t *testing.T) {
 	m := &machine{Watcher: w}
 	other := example.DeepCopy()
 	other.SetKind("Gadget")
-	_ = capturedErrors(t)
-	ctx := context.Background()
 	for _, tc := range []struct {
 		obj  runtime.Object
 		want bool
@@ -87,10 +86,10 @@ func TestExpectedKindOfUnstructured(t *testing.T) {
 		{example.DeepCopy(), true},
 		{other, false},
 		{&corev1.ConfigMap{}, false},
-		{nil, false},
 	} {
-		if got := m.accept(ctx, tc.obj); got != tc.want {
-			t.Errorf("accept(%v) = %v, want %v", tc.obj, got, tc.want)
+		err := m.unexpected(tc.obj)
+		if got := err == nil; got != tc.want || err != nil && !errors.Is(err, ErrUnexpectedObject) {
+			t.Errorf("unexpected(%v) = %v, want accepted %v", tc.obj, err, tc.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package listerwatcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"time"
@@ -94,8 +95,14 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, 
 				m.dropUnknown(ctx, ev)
 				continue
 			}
-			if typ != Bookmark && !m.accept(ctx, ev.Object) {
-				continue
+			if typ != Bookmark {
+				if ev.Object == nil {
+					m.dropWithoutObject(ctx)
+					continue
+				}
+				if err := m.unexpected(ev.Object); err != nil {
+					return rv, OpStream, err
+				}
 			}
 			md, err := meta.Accessor(ev.Object)
 			if err != nil {
@@ -103,6 +110,9 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, 
 				continue
 			}
 			out := Event{Type: typ, ResourceVersion: md.GetResourceVersion()}
+			if err := inOrder(out, rv); err != nil {
+				return rv, OpStream, err
+			}
 			if typ != Bookmark {
 				out.Object = ev.Object
 			}
@@ -154,26 +164,51 @@ func (m *machine) watchTimeout() *int64 {
 	return &s
 }
 
-// accept reports whether a watch event's object is of the expected type;
-// others are dropped with an error, as client-go's reflector does.
-func (m *machine) accept(ctx context.Context, obj runtime.Object) bool {
-	if obj == nil {
-		utilruntime.HandleErrorWithContext(ctx, nil, "Dropped a watch event without an object", "listerwatcher", m.name)
-		return false
-	}
+// unexpected returns an ErrUnexpectedObject error for an object of another
+// type or kind than the expected one, nil for any other.
+func (m *machine) unexpected(obj runtime.Object) error {
 	if m.expectedType != nil && reflect.TypeOf(obj) != m.expectedType {
-		utilruntime.HandleErrorWithContext(ctx, nil, "Dropped a watch event of an unexpected type",
-			"listerwatcher", m.name, "expectedType", m.expectedType, "actualType", reflect.TypeOf(obj))
-		return false
+		return fmt.Errorf("%w: %v%s, want %v", ErrUnexpectedObject, reflect.TypeOf(obj), objectName(obj), m.expectedType)
 	}
 	if m.expectedGVK != nil {
 		if gvk := obj.GetObjectKind().GroupVersionKind(); gvk != *m.expectedGVK {
-			utilruntime.HandleErrorWithContext(ctx, nil, "Dropped a watch event of an unexpected kind",
-				"listerwatcher", m.name, "expectedGVK", *m.expectedGVK, "actualGVK", gvk)
-			return false
+			return fmt.Errorf("%w: %v%s, want %v", ErrUnexpectedObject, gvk, objectName(obj), *m.expectedGVK)
 		}
 	}
-	return true
+	return nil
+}
+
+// objectName returns " namespace/name" of obj, or "" if it has no metadata,
+// for an error message.
+func objectName(obj runtime.Object) string {
+	md, err := meta.Accessor(obj)
+	if err != nil || md.GetName() == "" {
+		return ""
+	}
+	if md.GetNamespace() == "" {
+		return " " + md.GetName()
+	}
+	return " " + md.GetNamespace() + "/" + md.GetName()
+}
+
+// inOrder checks a live event's resourceVersion against rv, the newest the
+// consumer has: a bookmark needs one, and the stream must not go back in
+// time (a change must be newer than rv, a bookmark not older). Opaque
+// resourceVersions are not compared.
+func inOrder(ev Event, rv string) error {
+	if ev.Type == Bookmark && ev.ResourceVersion == "" {
+		return ErrBookmarkWithoutResourceVersion
+	}
+	c, ok := compareResourceVersions(ev.ResourceVersion, rv)
+	if ok && (c < 0 || c == 0 && ev.Type != Bookmark) {
+		return fmt.Errorf("%w: %v at resourceVersion %s, the collection is at %s", ErrStaleEvent, ev.Type, ev.ResourceVersion, rv)
+	}
+	return nil
+}
+
+// dropWithoutObject drops a watch event that has no object.
+func (m *machine) dropWithoutObject(ctx context.Context) {
+	utilruntime.HandleErrorWithContext(ctx, nil, "Dropped a watch event without an object", "listerwatcher", m.name)
 }
 
 // dropUnknown drops an event of a type the watch protocol does not have.
