@@ -51,6 +51,9 @@ func (b *metricsBridge) StrategyFallback(error) { b.prom.Fallback() }
 // Backoff implements listerwatcher.Observer.
 func (b *metricsBridge) Backoff(time.Duration, error) { b.prom.Backoff() }
 
+// failed: a list or watch failed, for cause.
+func (b *metricsBridge) failed(cause listerwatcher.Cause) { b.prom.Failure(cause.String()) }
+
 // restartStarted: a restart for reason began; its buffer is empty.
 func (b *metricsBridge) restartStarted(reason listerwatcher.RestartReason) {
 	b.prom.RestartStarted(string(reason))

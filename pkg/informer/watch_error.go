@@ -46,6 +46,7 @@ func (s *SharedIndexInformer) onWatchError(ctx context.Context, err error) {
 	}
 	d := failure.Decision
 	s.diag.failed(failure.Err, d.Description())
+	s.metrics.failed(d.Cause)
 	if !d.Notify {
 		msg := string(failure.Op) + " failed"
 		if failure.Op == listerwatcher.OpStream {

@@ -47,6 +47,7 @@ type Metrics struct {
 	watchEvents     *prometheus.CounterVec
 	fallbacks       *prometheus.CounterVec
 	backoffs        *prometheus.CounterVec
+	failures        *prometheus.CounterVec
 	resourceVersion *prometheus.GaugeVec
 	lastEvent       *prometheus.GaugeVec
 	synced          *prometheus.GaugeVec
@@ -85,6 +86,7 @@ func New() *Metrics {
 		watchEvents:     counter("watch_events_total", "Live watch events applied to the store, by type (added, modified, deleted, bookmark).", "type"),
 		fallbacks:       counter("strategy_fallbacks_total", "Times the Auto strategy could not stream the list and fell back to paginated LISTs."),
 		backoffs:        counter("backoffs_total", "Times the pipeline waited before retrying after an error."),
+		failures:        counter("failures_total", "List and watch failures, by cause (listerwatcher.Cause: Decode, Expired, Throttled, UnexpectedObject, StaleEvent, ...).", "cause"),
 		resourceVersion: gauge("last_resource_version", "resourceVersion of the last event applied (the last 15 digits, as a number)."),
 		lastEvent:       gauge("last_event_timestamp_seconds", "Unix time of the last event applied; time() minus it is the time since the last event."),
 		synced:          gauge("synced", "Informers for the resource whose store has been filled by a complete list."),
@@ -100,7 +102,7 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.listRequests, m.listPages, m.restarts, m.restartDuration, m.restartObjects,
 		m.reusedObjects, m.droppedObjects, m.storeObjects, m.bufferObjects, m.watches,
-		m.shortWatches, m.watchEvents, m.fallbacks, m.backoffs, m.resourceVersion,
+		m.shortWatches, m.watchEvents, m.fallbacks, m.backoffs, m.failures, m.resourceVersion,
 		m.lastEvent, m.synced, m.handlerPending, m.handlerDuration, m.handlerPanics,
 		m.handlerFolded,
 	}
@@ -286,6 +288,14 @@ func (r *Recorder) Backoff() {
 		return
 	}
 	r.m.backoffs.With(r.labels).Inc()
+}
+
+// Failure counts a failed list or watch, by its cause's name.
+func (r *Recorder) Failure(cause string) {
+	if r == nil {
+		return
+	}
+	r.m.failures.With(r.with("cause", cause)).Inc()
 }
 
 // Handler returns the recorder of one event handler of this informer.
