@@ -27,8 +27,8 @@ import (
 // (TestNilListerWatcherPanicsWithClearMessage), a transform that fails or
 // returns nil on listed and created objects (TestTransform), a handler that
 // blocks (TestSlowHandlerBlocksNeitherPipelineNorOthers) or panics with
-// crashing off (TestPanickingHandlerWithCrashingOff), and a watch event
-// carrying an object of another type (TestUnexpectedObjectTypeIsDropped).
+// crashing off (TestPanickingHandlerWithCrashingOff), and bad input from the
+// wire (wire_test.go and test/envtest's "bad input from the wire").
 
 // logSink collects the log lines of an informer run, errors included.
 type logSink struct {

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -678,24 +677,6 @@ func TestPanickingHandlerWithCrashingOff(t *testing.T) {
 	})
 	if n := panicky.len(); n != 3 {
 		t.Fatalf("panicking handler recorded %d calls, want 3 (two panicked)", n)
-	}
-}
-
-func TestUnexpectedObjectTypeIsDropped(t *testing.T) {
-	s := newServer(t, 1)
-	inf := newInformer(s, 0)
-	rec := newRecorder()
-	if _, err := inf.AddEventHandler(rec); err != nil {
-		t.Fatal(err)
-	}
-	run(t, inf)
-	waitSynced(t, inf)
-	eventually(t, "initial list", func() bool { return rec.len() == 1 })
-	s.SendWatchEvent(watch.Event{Type: watch.Added, Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "secret", ResourceVersion: "999999"}}})
-	mustCreate(t, s, configMap("after"))
-	eventually(t, "the next event", func() bool { return rec.len() == 2 })
-	if _, ok, _ := inf.GetStore().GetByKey(key("secret")); ok {
-		t.Fatal("an object of the wrong type was stored")
 	}
 }
 
