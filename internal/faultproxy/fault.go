@@ -18,7 +18,8 @@ type Match struct {
 	Verbs []Verb
 	// Resource is the plural resource name ("rolebindings"); empty means any.
 	Resource string
-	// Predicate, when set, must also return true.
+	// Predicate, when set, must also return true. It runs with the proxy's
+	// lock held: it must not call the Proxy (Stats, an Injection's Done, ...).
 	Predicate func(*http.Request) bool
 }
 

@@ -141,12 +141,12 @@ var _ = Describe("bad input from the wire", Ordered, func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(garbled.Remove)
-		var watchedFrom sync.Map // resourceVersions of the watches after the garbled one
+		// The resourceVersions the informer's watches start from, from now on.
+		// (A predicate runs under the proxy's lock: it must not call the proxy.)
+		var watchedFrom sync.Map
 		seen, err := proxy.Inject(faultproxy.Rule{
 			Match: faultproxy.Match{Verbs: []faultproxy.Verb{faultproxy.Watch}, Resource: "configmaps", Predicate: func(r *http.Request) bool {
-				if garbled.Done() {
-					watchedFrom.Store(r.URL.Query().Get("resourceVersion"), true)
-				}
+				watchedFrom.Store(r.URL.Query().Get("resourceVersion"), true)
 				return false
 			}},
 			Fault: faultproxy.Fault{Kind: faultproxy.Gone},
@@ -169,7 +169,9 @@ var _ = Describe("bad input from the wire", Ordered, func() {
 		createConfigMaps(ctx, ns, 3, "after-watch")
 		converged(ctx, inf, h)
 		_, resumed := watchedFrom.Load(rv)
-		Expect(resumed).To(BeTrue(), "a watch from %s after the garbled one", rv)
+		Expect(resumed).To(BeTrue(), "a watch from %s, the last resourceVersion", rv)
+		_, replayed := watchedFrom.Load("")
+		Expect(replayed).To(BeFalse(), "a watch from \"\"")
 		Expect(proxy.Stats().Requests.Lists).To(Equal(listsBefore), "no relist")
 	})
 })
