@@ -47,8 +47,18 @@ func trackingLatest(delay time.Duration) *handler {
 	return &handler{delay: delay, latest: map[string]int64{}}
 }
 
-func (h *handler) OnAdd(any, bool) { h.adds.Add(1) }
-func (h *handler) OnDelete(any)    {}
+// OnAdd counts the add and, when tracking, records the write the object
+// carries: an object last written before this child started (by an earlier
+// child's window) is heard through its add, or catchUp would wait for an
+// update that never comes.
+func (h *handler) OnAdd(obj any, _ bool) {
+	h.adds.Add(1)
+	if t, stamped := writtenAt(obj); h.latest != nil && stamped {
+		h.saw(obj, t.UnixNano())
+	}
+}
+
+func (h *handler) OnDelete(any) {}
 
 func (h *handler) OnUpdate(_, newObj any) {
 	now := time.Now()
