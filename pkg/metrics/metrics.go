@@ -1,7 +1,8 @@
 // Package metrics defines leaninformer's Prometheus metrics: what the list
 // and watch pipeline, the store and the event handlers of every informer are
-// doing, labelled by group, version and resource (never by object, so the
-// number of series stays bounded).
+// doing, labelled by group, version and resource, and what the shard
+// members of pkg/shard are doing, labelled by the sharded controller's name
+// (never by object, so the number of series stays bounded).
 //
 // Informers record into Default unless told otherwise; nothing is exported
 // until the metrics are registered. informer.NewCache registers Default on
@@ -55,6 +56,7 @@ type Metrics struct {
 	handlerDuration *prometheus.HistogramVec
 	handlerPanics   *prometheus.CounterVec
 	handlerFolded   *prometheus.CounterVec
+	shard           shardCollectors
 }
 
 // Default is the set informers record into unless given another.
@@ -94,18 +96,19 @@ func New() *Metrics {
 		handlerDuration: histogram("handler_duration_seconds", "Time an event handler took per notification, by handler.", prometheus.ExponentialBuckets(0.00001, 4, 12), "handler"),
 		handlerPanics:   counter("handler_panics_total", "Notifications whose handler panicked (with crashing turned off), by handler.", "handler"),
 		handlerFolded:   counter("handler_coalesced_notifications_total", "Notifications folded into a change already pending for the same object, for coalescing event handlers, by handler.", "handler"),
+		shard:           newShardCollectors(),
 	}
 }
 
 // Collectors returns every collector of the set.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		m.listRequests, m.listPages, m.restarts, m.restartDuration, m.restartObjects,
 		m.reusedObjects, m.droppedObjects, m.storeObjects, m.bufferObjects, m.watches,
 		m.shortWatches, m.watchEvents, m.fallbacks, m.backoffs, m.failures, m.resourceVersion,
 		m.lastEvent, m.synced, m.handlerPending, m.handlerDuration, m.handlerPanics,
 		m.handlerFolded,
-	}
+	}, m.shard.collectors()...)
 }
 
 // Register registers every collector of the set on r. Registering the same

@@ -1,0 +1,106 @@
+package shard
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The Lease metadata members read and write. Everything a member tells the
+// others is in its own Lease; nothing else is shared.
+const (
+	// LabelController is the label on every member Lease, its value the
+	// sharded controller's name: members find each other by it.
+	LabelController = "shard.leaninformer.io/controller"
+	// AnnotationRange holds the Range the member serves or is about to
+	// serve, in Range.String's form. Others never take a hash in it while
+	// the Lease is live.
+	AnnotationRange = "shard.leaninformer.io/range"
+	// AnnotationBuckets and AnnotationKey hold the member's bucket count and
+	// hash key, so that members can tell when they disagree.
+	AnnotationBuckets = "shard.leaninformer.io/buckets"
+	AnnotationKey     = "shard.leaninformer.io/key"
+	// Finalizer keeps a member's Lease while the member may serve: a Lease
+	// deleted by hand stays (terminating, still renewed and still read)
+	// until its member stops cleanly or, dead for long, is collected, so a
+	// replica that starts later still sees the range it publishes. The
+	// member and its peers remove it; if every replica of a group is gone,
+	// remove it by hand to delete the Leases or their namespace.
+	Finalizer = "shard.leaninformer.io/member"
+)
+
+// leaseRecord is what a member learns from one Lease of its group.
+type leaseRecord struct {
+	name     string
+	rv       string
+	holder   string
+	duration time.Duration
+	// published is the range the Lease's holder claims; a Lease whose range
+	// cannot be read, or whose key differs from ours, claims everything.
+	published Range
+	problem   error // why published was widened to everything, if it was
+	buckets   int
+	key       Key
+}
+
+// recordOf reads a Lease. key is the reader's hash key: a range over
+// another key's hashes says nothing about the reader's hash space.
+func recordOf(l *coordinationv1.Lease, key Key, fallbackDuration time.Duration) leaseRecord {
+	r := leaseRecord{name: l.Name, rv: l.ResourceVersion, duration: fallbackDuration, key: Key(l.Annotations[AnnotationKey])}
+	if l.Spec.HolderIdentity != nil {
+		r.holder = *l.Spec.HolderIdentity
+	}
+	if s := l.Spec.LeaseDurationSeconds; s != nil && *s > 0 {
+		r.duration = time.Duration(*s) * time.Second
+	}
+	r.buckets, _ = strconv.Atoi(l.Annotations[AnnotationBuckets])
+	published, err := ParseRange(l.Annotations[AnnotationRange])
+	switch {
+	case err != nil:
+		r.published, r.problem = FullRange(), fmt.Errorf("lease %s: %w", l.Name, err)
+	case !published.Empty() && r.key != key:
+		r.published, r.problem = FullRange(), fmt.Errorf("lease %s hashes %q, this member %q", l.Name, r.key, key)
+	default:
+		r.published = published
+	}
+	return r
+}
+
+// leaseSeconds is d in whole seconds for a Lease's spec, rounded up so
+// that the Lease never promises less than the member keeps to.
+func leaseSeconds(d time.Duration) int32 {
+	s := math.Ceil(d.Seconds())
+	return int32(min(s, math.MaxInt32))
+}
+
+// buildLease is the member's Lease publishing published, renewed at now
+// (wall-clock time, for people reading it: members never compare it with
+// their clocks).
+func (c *config) buildLease(rv string, published Range, now time.Time) *coordinationv1.Lease {
+	holder := c.holder
+	seconds := leaseSeconds(c.leaseDuration)
+	renew := metav1.NewMicroTime(now)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            c.leaseName,
+			Namespace:       c.namespace,
+			ResourceVersion: rv,
+			Labels:          map[string]string{LabelController: c.name},
+			Finalizers:      []string{Finalizer},
+			Annotations: map[string]string{
+				AnnotationRange:   published.String(),
+				AnnotationBuckets: strconv.Itoa(c.buckets),
+				AnnotationKey:     string(c.key),
+			},
+		},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       &holder,
+			LeaseDurationSeconds: &seconds,
+			RenewTime:            &renew,
+		},
+	}
+}

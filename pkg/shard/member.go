@@ -1,0 +1,296 @@
+package shard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// Member is one replica of a sharded controller: it holds and renews its
+// own Lease, watches the other members' Leases, and serves the Range of the
+// hash space the assignment gives it once no other live member publishes
+// any of it. Run it with Start (it is a controller-runtime Runnable that
+// needs no leader election); read what it serves with Serving or Watch, and
+// bracket work on an object with Begin, so that a hand-over waits for it.
+type Member struct {
+	cfg    *config
+	leases coordinationclient.LeaseInterface
+	gate   *gate
+
+	mu      sync.Mutex
+	started bool
+}
+
+// New returns the member of the sharded controller name whose Leases live
+// in namespace. leases is typically a clientset's CoordinationV1(); the
+// member needs get, list, watch, create, update and delete on Leases in
+// namespace.
+func New(leases coordinationclient.LeasesGetter, namespace, name string, opts ...Option) (*Member, error) {
+	if leases == nil {
+		return nil, errors.New("shard: a Lease client is required")
+	}
+	cfg, err := newConfig(namespace, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Member{cfg: cfg, leases: leases.Leases(namespace), gate: newGate(cfg.clock)}, nil
+}
+
+// Key is the field whose hash places objects.
+func (m *Member) Key() Key { return m.cfg.key }
+
+// LeaseName is the name of the member's Lease, its name in the assignment.
+func (m *Member) LeaseName() string { return m.cfg.leaseName }
+
+// Serving is the Range the member serves now: empty before Start has
+// claimed anything and after it returned.
+func (m *Member) Serving() Range {
+	r, _ := m.gate.snapshot()
+	return r
+}
+
+// Watch returns the Range served now and a channel closed when it changes.
+func (m *Member) Watch() (Range, <-chan struct{}) { return m.gate.snapshot() }
+
+// Begin starts work on the object whose hash is h, if the member serves h
+// now. While the work runs, h stays published, so no other member takes it
+// over; done ends the work and must be called. The returned context is ctx,
+// also cancelled if the member is fenced (it could not renew its Lease in
+// time): work must then end within the lease duration minus the renew
+// deadline, before another member may start on h.
+func (m *Member) Begin(ctx context.Context, h uint64) (context.Context, func(), bool) {
+	return m.gate.begin(ctx, h)
+}
+
+// NeedLeaderElection is false: every replica runs its member.
+func (m *Member) NeedLeaderElection() bool { return false }
+
+// Start runs the member until ctx is cancelled, then stops cleanly: it
+// serves nothing more, waits for the work in flight, publishes an empty
+// range and deletes its Lease, so that the others take its range over at
+// once. It returns nil after a clean stop, and an error if the stop timed
+// out (the Lease is then left to expire) or if another process took the
+// member's Lease over. A Member starts once.
+func (m *Member) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		return errors.New("shard: the member was already started")
+	}
+	m.started = true
+	m.mu.Unlock()
+
+	// The watch of the group outlives ctx: a stopping member still renews
+	// its Lease while its work in flight ends.
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	wake := make(chan struct{}, 1)
+	store, watchDone, err := m.watchGroup(watchCtx, wake)
+	if err != nil {
+		return err
+	}
+	defer func() { stopWatch(); <-watchDone }()
+	if !toolscache.WaitForCacheSync(ctx.Done(), func() bool { return store.HasSynced() }) {
+		return ctx.Err()
+	}
+	defer m.gate.fence()
+
+	c := newCore(m.cfg, m.gate, uint64(m.cfg.clock.Now().UnixNano()))
+	// Requests run on a context of their own: a stopping member still
+	// renews its Lease and then deletes it after ctx is done.
+	ioCtx, cancelIO := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelIO()
+	done := ctx.Done()
+	var stopTimer clock.Timer
+	var stopDeadline <-chan time.Time
+	defer func() {
+		if stopTimer != nil {
+			stopTimer.Stop()
+		}
+	}()
+	for {
+		now := m.cfg.clock.Now()
+		c.observe(now, m.records(store.GetStore().List()))
+		if req := c.next(now); req.kind != reqNone {
+			m.do(ioCtx, c, req)
+			continue
+		}
+		if c.lost != nil {
+			return c.lost
+		}
+		if c.finished {
+			m.cfg.logger.Info("Member stopped and released its Lease")
+			return nil
+		}
+		timer := m.cfg.clock.NewTimer(c.wakeAt(now).Sub(now))
+		select {
+		case <-timer.C():
+		case <-wake:
+		case <-m.gate.drained:
+		case <-done:
+			c.stop()
+			done = nil
+			stopTimer = m.cfg.clock.NewTimer(m.cfg.stopTimeout)
+			stopDeadline = stopTimer.C()
+		case <-stopDeadline:
+			timer.Stop()
+			return fmt.Errorf("shard: member %s did not stop within %v (work in flight or failing requests); its Lease expires after %v",
+				m.cfg.leaseName, m.cfg.stopTimeout, m.cfg.leaseDuration)
+		}
+		timer.Stop()
+	}
+}
+
+// watchGroup starts an informer on the group's Leases that signals wake on
+// every change.
+func (m *Member) watchGroup(ctx context.Context, wake chan<- struct{}) (toolscache.SharedIndexInformer, <-chan struct{}, error) {
+	selector := labels.SelectorFromSet(labels.Set{LabelController: m.cfg.name}).String()
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = selector
+			return m.leases.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = selector
+			return m.leases.Watch(ctx, opts)
+		},
+	}
+	inf := toolscache.NewSharedIndexInformer(listThenWatch{lw}, &coordinationv1.Lease{}, 0, toolscache.Indexers{})
+	signal := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { signal() },
+		UpdateFunc: func(any, any) { signal() },
+		DeleteFunc: func(any) { signal() },
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("shard: watching the member Leases: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	return inf, done, nil
+}
+
+// listThenWatch keeps client-go's reflector from streaming the list of a
+// group's Leases: a handful of objects, for which a LIST costs nothing, and
+// which every client, a fake included, can list.
+type listThenWatch struct{ *toolscache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells the reflector to LIST, then WATCH.
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// records reads the group's Leases from objs (the informer's store or a
+// list), skipping Leases of other groups.
+func (m *Member) records(objs []any) []leaseRecord {
+	out := make([]leaseRecord, 0, len(objs))
+	for _, o := range objs {
+		l, ok := o.(*coordinationv1.Lease)
+		if !ok || l.Labels[LabelController] != m.cfg.name {
+			continue
+		}
+		out = append(out, recordOf(l, m.cfg.key, m.cfg.leaseDuration))
+	}
+	return out
+}
+
+// requestTimeout bounds one request, so that a hung request delays a fence
+// by at most this long.
+func (m *Member) requestTimeout() time.Duration { return max(m.cfg.renewInterval, time.Second) }
+
+// do carries out req and hands its result to c.
+func (m *Member) do(ctx context.Context, c *core, req request) {
+	ctx, cancel := context.WithTimeout(ctx, m.requestTimeout())
+	defer cancel()
+	switch req.kind {
+	case reqGetOwn:
+		l, err := m.leases.Get(ctx, req.name, metav1.GetOptions{})
+		if err != nil {
+			c.gotOwn(m.cfg.clock.Now(), req, nil, classify(err))
+			return
+		}
+		rec := recordOf(l, m.cfg.key, m.cfg.leaseDuration)
+		c.gotOwn(m.cfg.clock.Now(), req, &rec, nil)
+	case reqWrite:
+		lease := m.cfg.buildLease(req.rv, req.publish, req.sent)
+		var out *coordinationv1.Lease
+		var err error
+		if req.create {
+			lease.ResourceVersion = ""
+			out, err = m.leases.Create(ctx, lease, metav1.CreateOptions{})
+		} else {
+			out, err = m.leases.Update(ctx, lease, metav1.UpdateOptions{})
+		}
+		rv := ""
+		if err == nil {
+			rv = out.ResourceVersion
+		}
+		c.wrote(m.cfg.clock.Now(), req, rv, classify(err))
+	case reqVerify:
+		list, err := m.leases.List(ctx, metav1.ListOptions{
+			LabelSelector: labels.SelectorFromSet(labels.Set{LabelController: m.cfg.name}).String(),
+		})
+		var recs []leaseRecord
+		if err == nil {
+			objs := make([]any, len(list.Items))
+			for i := range list.Items {
+				objs[i] = &list.Items[i]
+			}
+			recs = m.records(objs)
+		}
+		c.listed(m.cfg.clock.Now(), req, recs, classify(err))
+	case reqDeleteOwn, reqDeletePeer:
+		c.deleted(m.cfg.clock.Now(), req, classify(m.release(ctx, req.name, req.rv)))
+	}
+}
+
+// release deletes the Lease name if it still has resourceVersion rv:
+// it drops the Lease's finalizer (a terminating Lease is gone then), then
+// deletes it.
+func (m *Member) release(ctx context.Context, name, rv string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": rv, "finalizers": nil}})
+	if err != nil {
+		return err
+	}
+	l, err := m.leases.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return err
+	}
+	rv = l.ResourceVersion
+	err = m.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	if apierrors.IsNotFound(err) {
+		return nil // it was terminating: dropping the finalizer deleted it
+	}
+	return err
+}
+
+// classify maps API errors to the core's.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: %w", errNotFound, err)
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("%w: %w", errConflict, err)
+	default:
+		return err
+	}
+}
