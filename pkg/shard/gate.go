@@ -116,13 +116,19 @@ func (g *gate) set(r Range, validUntil time.Time) {
 	}
 }
 
-// expire cancels the work in flight if validUntil has not moved since the
-// watchdog of generation was armed.
+// expire stops serving and cancels the work in flight if validUntil has
+// not moved since the watchdog of generation was armed. A renewal that
+// lands later restores the range (the core sets it again).
 func (g *gate) expire(generation uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if generation != g.generation {
 		return
+	}
+	if !g.serving.Empty() {
+		g.serving = Range{}
+		close(g.changed)
+		g.changed = make(chan struct{})
 	}
 	for w := range g.inflight {
 		w.cancel()

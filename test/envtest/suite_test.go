@@ -38,6 +38,7 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
+	stopShardedControlPlane()
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
