@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -207,5 +208,31 @@ func TestKeyValues(t *testing.T) {
 	}
 	if got, want := Hash("test-uid-123"), "0x"+sharding.HashField("test-uid-123"); bound(got, false) != want {
 		t.Errorf("Hash = %s, the API server's %s", bound(got, false), want)
+	}
+}
+
+// TestHashSpread: random UUIDs (what the API server gives objects) spread
+// evenly over the hash space, so UID ranges hold shares of objects close
+// to their shares of the space. Names that differ only in their last
+// characters do not: FNV-1a's high bits barely change with the last bytes,
+// which matters for KeyNamespace (see the README).
+func TestHashSpread(t *testing.T) {
+	const n = 30000
+	quarters := [4]int{}
+	for range n {
+		quarters[Hash(string(uuid.NewUUID()))>>62]++
+	}
+	for i, c := range quarters {
+		if share := float64(c) / n; share < 0.23 || share > 0.27 {
+			t.Errorf("quarter %d of the hash space holds %.3f of %d random UIDs", i, share, n)
+		}
+	}
+	t.Logf("random UIDs per quarter of the hash space: %v", quarters)
+	for _, format := range []string{"team-%d", "ns-%03d"} {
+		buckets := map[int]int{}
+		for i := range 1000 {
+			buckets[bucketOf(Hash(fmt.Sprintf(format, i)), DefaultBuckets)]++
+		}
+		t.Logf("%q for 0..999: %d of %d buckets used", format, len(buckets), DefaultBuckets)
 	}
 }
