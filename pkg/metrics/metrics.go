@@ -17,6 +17,7 @@ package metrics
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -147,6 +148,9 @@ type Recorder struct {
 	storeObjects  atomic.Int64
 	bufferObjects atomic.Int64
 	synced        atomic.Bool
+
+	shardMu        sync.Mutex
+	shardFiltering string // this informer's share of leaninformer_shard_informers
 }
 
 func (r *Recorder) with(extra ...string) prometheus.Labels {
@@ -325,6 +329,7 @@ func (r *Recorder) Close() {
 	if r.synced.Swap(false) {
 		r.m.synced.With(r.labels).Dec()
 	}
+	r.closeShard()
 }
 
 // HandlerRecorder records one event handler's metrics. Methods accept a nil

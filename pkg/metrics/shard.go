@@ -14,7 +14,8 @@ type shardCollectors struct {
 	fences       *prometheus.CounterVec
 	lostClaims   *prometheus.CounterVec
 	leaseErrors  *prometheus.CounterVec
-	dropped      *prometheus.CounterVec
+	requests     *prometheus.CounterVec
+	informers    *prometheus.GaugeVec
 }
 
 func newShardCollectors() shardCollectors {
@@ -33,12 +34,15 @@ func newShardCollectors() shardCollectors {
 		fences:       counter("fences_total", "Times this replica stopped serving because it could not renew its Lease within the renew deadline."),
 		lostClaims:   counter("lost_claims_total", "Claims withdrawn because another member published an overlapping range first."),
 		leaseErrors:  counter("lease_request_errors_total", "Failed requests on the members' Leases, by request.", "request"),
-		dropped:      counter("dropped_requests_total", "Reconcile requests dropped by shard.Reconciler, by reason (not_served, unknown).", "reason"),
+		requests:     counter("reconcile_requests_total", "Requests seen by shard.Reconciler, by result: reconciled, retried (the range is being taken over, or a sharded cache relists it), not_served and unknown (dropped).", "result"),
+		informers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "shard", Name: "informers",
+			Help: "Sharded informers of the resource, by where their objects are filtered (server: the API server applies the shard selector; client: it ignores it, the informer drops what is outside its range)."},
+			withResource("filtering")),
 	}
 }
 
 func (s *shardCollectors) collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.members, s.servingShare, s.servingTerms, s.rangeChanges, s.fences, s.lostClaims, s.leaseErrors, s.dropped}
+	return []prometheus.Collector{s.members, s.servingShare, s.servingTerms, s.rangeChanges, s.fences, s.lostClaims, s.leaseErrors, s.requests, s.informers}
 }
 
 // Member returns the recorder of a shard member of the sharded controller
@@ -105,9 +109,38 @@ func (r *MemberRecorder) LeaseError(request string) {
 	}
 }
 
-// Dropped counts a reconcile request dropped for reason.
-func (r *MemberRecorder) Dropped(reason string) {
+// Request counts a request seen by shard.Reconciler, by its result.
+func (r *MemberRecorder) Request(result string) {
 	if r != nil {
-		r.s.dropped.With(r.with("reason", reason)).Inc()
+		r.s.requests.With(r.with("result", result)).Inc()
+	}
+}
+
+// ShardFiltering records where this sharded informer's objects are
+// filtered ("server" or "client"), moving it out of the series of its
+// previous mode.
+func (r *Recorder) ShardFiltering(filtering string) {
+	if r == nil {
+		return
+	}
+	r.shardMu.Lock()
+	defer r.shardMu.Unlock()
+	if r.shardFiltering == filtering {
+		return
+	}
+	if r.shardFiltering != "" {
+		r.m.shard.informers.With(r.with("filtering", r.shardFiltering)).Dec()
+	}
+	r.shardFiltering = filtering
+	r.m.shard.informers.With(r.with("filtering", filtering)).Inc()
+}
+
+// closeShard takes this informer out of leaninformer_shard_informers.
+func (r *Recorder) closeShard() {
+	r.shardMu.Lock()
+	defer r.shardMu.Unlock()
+	if r.shardFiltering != "" {
+		r.m.shard.informers.With(r.with("filtering", r.shardFiltering)).Dec()
+		r.shardFiltering = ""
 	}
 }

@@ -16,7 +16,8 @@ import (
 //
 //   - Liveness is judged on the observer's own clock: a Lease is live until
 //     its duration has passed since this member first saw its current
-//     resourceVersion. No two clocks are ever compared.
+//     version (resourceVersion and renewTime). No two clocks are ever
+//     compared.
 //   - The assignment is Assign over the live members, this one included.
 //   - Shrink at once: a hash that is no longer assigned leaves the served
 //     range immediately; it stays published until the work in flight on it
@@ -83,7 +84,7 @@ type ownLease struct {
 // peer is another member's Lease as this member observed it.
 type peer struct {
 	rec        leaseRecord
-	observedAt time.Time // when this member first saw rec.rv
+	observedAt time.Time // when this member first saw rec.version
 	gcTried    time.Time
 	reported   bool // rec.problem was logged
 }
@@ -176,7 +177,7 @@ func (c *core) observe(now time.Time, recs []leaseRecord) {
 			p = &peer{rec: rec, observedAt: now}
 			c.peers[rec.name] = p
 			c.log.V(1).Info("Member Lease seen", "lease", rec.name, "range", rec.published.String())
-		case p.rec.rv != rec.rv:
+		case p.rec.version != rec.version:
 			p.rec, p.observedAt, p.reported = rec, now, false
 		}
 		if rec.problem != nil && !p.reported {
@@ -275,6 +276,7 @@ func (c *core) next(now time.Time) request {
 	members := c.members(now)
 	c.cfg.rec.Members(len(members))
 	assigned := c.assigned(members)
+	c.gate.assign(assigned)
 	c.setServing(c.serving.Intersect(assigned), "assignment")
 
 	if now.Before(c.retryAfter) {
@@ -377,6 +379,11 @@ func (c *core) gotOwn(now time.Time, r request, rec *leaseRecord, err error) {
 		c.own.known, c.own.exists, c.own.rv, c.own.published = true, true, rec.rv, rec.published
 	}
 }
+
+// ready reports whether the member has made its first claim: its Lease is
+// written and any claim in it verified. What it serves then is what it
+// could take at start; informers list first with that.
+func (c *core) ready() bool { return c.own.written && c.verifying.Empty() }
 
 // wrote takes the result of reqWrite: rv is the Lease's new resourceVersion.
 func (c *core) wrote(now time.Time, r request, rv string, err error) {

@@ -18,11 +18,12 @@
 // read, so of two racing claimants the later writer always sees the
 // earlier. A Lease is live, to each observer, until its duration has passed
 // on the observer's own clock since the observer first saw its current
-// resourceVersion: no two clocks are compared. A member that cannot renew
-// stops serving, and cancels its work's contexts, a renew deadline after it
-// sent its last acknowledged renewal, before anyone can see its Lease
-// expire. A clean stop publishes an empty range, then deletes the Lease;
-// a finalizer keeps anyone else from deleting the Lease of a live member.
+// version (resourceVersion and renewTime): no two clocks are compared. A
+// member that cannot renew stops serving, and cancels its work's contexts,
+// a renew deadline after it sent its last acknowledged renewal, before
+// anyone can see its Lease expire. A clean stop publishes an empty range,
+// then deletes the Lease; a finalizer keeps anyone else from deleting the
+// Lease of a live member.
 //
 // The guarantee holds for work that ends within the lease duration minus
 // the renew deadline after its context is cancelled. A process that is

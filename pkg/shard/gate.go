@@ -21,6 +21,8 @@ type gate struct {
 
 	mu      sync.Mutex
 	serving Range
+	// assigned is what the assignment gives the member, served or not yet.
+	assigned Range
 	// validUntil is when the member must stop serving unless its Lease was
 	// renewed: the send time of the last acknowledged write plus the renew
 	// deadline. begin checks it, and a watchdog timer cancels the work in
@@ -133,6 +135,13 @@ func (g *gate) expire(generation uint64) {
 	for w := range g.inflight {
 		w.cancel()
 	}
+}
+
+// assign records what the assignment gives the member.
+func (g *gate) assign(r Range) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.assigned = r
 }
 
 // fence stops serving at once and cancels the work in flight: the member

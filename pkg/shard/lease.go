@@ -35,8 +35,13 @@ const (
 
 // leaseRecord is what a member learns from one Lease of its group.
 type leaseRecord struct {
-	name     string
-	rv       string
+	name string
+	rv   string
+	// version changes with every write of the Lease: its resourceVersion
+	// and its renewTime, compared for equality only (never with a clock),
+	// so that a renewal is seen even by a client that keeps no
+	// resourceVersions, as client-go's fake clientset.
+	version  string
 	holder   string
 	duration time.Duration
 	// published is the range the Lease's holder claims; a Lease whose range
@@ -51,6 +56,10 @@ type leaseRecord struct {
 // another key's hashes says nothing about the reader's hash space.
 func recordOf(l *coordinationv1.Lease, key Key, fallbackDuration time.Duration) leaseRecord {
 	r := leaseRecord{name: l.Name, rv: l.ResourceVersion, duration: fallbackDuration, key: Key(l.Annotations[AnnotationKey])}
+	r.version = l.ResourceVersion
+	if l.Spec.RenewTime != nil {
+		r.version += "/" + l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+	}
 	if l.Spec.HolderIdentity != nil {
 		r.holder = *l.Spec.HolderIdentity
 	}

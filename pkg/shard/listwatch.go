@@ -51,6 +51,7 @@ type ListerWatcher struct {
 
 	mu        sync.Mutex
 	rng       Range
+	restarted Range // the range of the request that began the last restart
 	filtering Filtering
 	noStream  bool
 }
@@ -81,6 +82,15 @@ func (l *ListerWatcher) Range() Range {
 	return l.rng
 }
 
+// RestartRange is the range of the request that began the last restart: a
+// LIST without a continue token, or a WATCH with sendInitialEvents. Once
+// that restart is complete, it is the range the informer's store holds.
+func (l *ListerWatcher) RestartRange() Range {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.restarted
+}
+
 // Filtering is where objects were filtered in the last LIST or WATCH
 // that could tell.
 func (l *ListerWatcher) Filtering() Filtering {
@@ -102,6 +112,12 @@ func (l *ListerWatcher) selector() (Range, string) {
 	return l.rng, l.rng.Selector(l.key)
 }
 
+func (l *ListerWatcher) restart(r Range) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.restarted = r
+}
+
 func (l *ListerWatcher) setFiltering(f Filtering, reason string) {
 	l.mu.Lock()
 	changed := f != l.filtering
@@ -121,6 +137,9 @@ func (l *ListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
 // outside the range.
 func (l *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	r, sel := l.selector()
+	if opts.Continue == "" {
+		l.restart(r)
+	}
 	opts.ShardSelector = sel
 	list, err := l.inner.ListWithContext(ctx, opts)
 	if err != nil {
@@ -147,6 +166,7 @@ func (l *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOp
 	r, sel := l.selector()
 	opts.ShardSelector = sel
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		l.restart(r)
 		probe := metav1.ListOptions{ShardSelector: sel, Limit: 1, LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector}
 		if list, err := l.inner.ListWithContext(ctx, probe); err == nil {
 			dropped, _ := l.filterList(list, r)
@@ -157,7 +177,7 @@ func (l *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOp
 	if err != nil {
 		return nil, err
 	}
-	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+	return newFilterWatch(w, func(ev watch.Event) bool {
 		switch ev.Type {
 		case watch.Added, watch.Modified, watch.Deleted:
 			h, err := l.key.HashOf(ev.Object)
@@ -165,11 +185,61 @@ func (l *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOp
 				if err == nil && !r.Contains(h) {
 					l.setFiltering(FilteringClient, "the API server sent a watch event of an object outside the shard selector")
 				}
-				return ev, false
+				return false
 			}
 		}
-		return ev, true
+		return true
 	}), nil
+}
+
+// filterWatch passes on the events of a watch that keep accepts. Unlike
+// apimachinery's watch.Filter, its goroutine ends on Stop even when nobody
+// reads its results any more, as an informer that stops a watch does.
+type filterWatch struct {
+	inner    watch.Interface
+	keep     func(watch.Event) bool
+	result   chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func newFilterWatch(w watch.Interface, keep func(watch.Event) bool) *filterWatch {
+	f := &filterWatch{inner: w, keep: keep, result: make(chan watch.Event), stop: make(chan struct{})}
+	go f.loop()
+	return f
+}
+
+func (f *filterWatch) loop() {
+	defer close(f.result)
+	in := f.inner.ResultChan()
+	for {
+		select {
+		case ev, ok := <-in:
+			if !ok {
+				return
+			}
+			if !f.keep(ev) {
+				continue
+			}
+			select {
+			case f.result <- ev:
+			case <-f.stop:
+				return
+			}
+		case <-f.stop:
+			return
+		}
+	}
+}
+
+// ResultChan implements watch.Interface.
+func (f *filterWatch) ResultChan() <-chan watch.Event { return f.result }
+
+// Stop implements watch.Interface: it stops the wrapped watch and the
+// filter's goroutine.
+func (f *filterWatch) Stop() {
+	f.stopOnce.Do(func() { close(f.stop) })
+	f.inner.Stop()
 }
 
 // filterList removes the items outside r from list and returns how many

@@ -30,6 +30,8 @@ type Member struct {
 	cfg    *config
 	leases coordinationclient.LeaseInterface
 	gate   *gate
+	ready  chan struct{} // closed once the member has made its first claim
+	caches caches
 
 	mu      sync.Mutex
 	started bool
@@ -47,7 +49,7 @@ func New(leases coordinationclient.LeasesGetter, namespace, name string, opts ..
 	if err != nil {
 		return nil, err
 	}
-	return &Member{cfg: cfg, leases: leases.Leases(namespace), gate: newGate(cfg.clock)}, nil
+	return &Member{cfg: cfg, leases: leases.Leases(namespace), gate: newGate(cfg.clock), ready: make(chan struct{})}, nil
 }
 
 // Key is the field whose hash places objects.
@@ -75,6 +77,13 @@ func (m *Member) Watch() (Range, <-chan struct{}) { return m.gate.snapshot() }
 func (m *Member) Begin(ctx context.Context, h uint64) (context.Context, func(), bool) {
 	return m.gate.begin(ctx, h)
 }
+
+// Ready is closed once the running member has written its Lease and
+// verified its first claim: Serving is then what it could take at start
+// (everything assigned to it that no other member held). Informers wait
+// for it, so that they list once with that range, not first with the empty
+// one.
+func (m *Member) Ready() <-chan struct{} { return m.ready }
 
 // NeedLeaderElection is false: every replica runs its member.
 func (m *Member) NeedLeaderElection() bool { return false }
@@ -115,6 +124,7 @@ func (m *Member) Start(ctx context.Context) error {
 	ioCtx, cancelIO := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelIO()
 	done := ctx.Done()
+	var readyOnce sync.Once
 	var stopTimer clock.Timer
 	var stopDeadline <-chan time.Time
 	defer func() {
@@ -127,6 +137,9 @@ func (m *Member) Start(ctx context.Context) error {
 		c.observe(now, m.records(store.GetStore().List()))
 		if req := c.next(now); req.kind != reqNone {
 			m.do(ioCtx, c, req)
+			if c.ready() {
+				readyOnce.Do(func() { close(m.ready) })
+			}
 			continue
 		}
 		if c.lost != nil {

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,13 +14,28 @@ import (
 // (its UID, or a namespace), or ok false when the object is unknown.
 type KeyFunc func(ctx context.Context, req reconcile.Request) (value string, ok bool, err error)
 
+// RetryAfter is how soon Reconciler retries a request for an object whose
+// range the member is taking over but does not serve, or its caches do not
+// hold, yet.
+const RetryAfter = 200 * time.Millisecond
+
 // Reconciler wraps r so that it reconciles only objects m serves, one
-// replica at a time: a request is passed to r inside m.Begin, so that its
-// object's range is not handed over before r returns, and r's context is
-// cancelled if m is fenced. Requests for objects m does not serve, or whose
-// key is unknown (key says !ok, for example an object no longer in the
-// cache), are dropped with a nil error: their owner's informer delivers
-// them there. key's errors are returned, so the request is retried.
+// replica at a time, with complete caches:
+//
+//   - A request for an object m serves, and every sharded cache of m holds
+//     (CachesHold), goes to r inside m.Begin, so that its object's range is
+//     not handed over before r returns, and r's context is cancelled if m
+//     is fenced.
+//   - A request for an object whose hash the assignment gives m, but that
+//     m does not serve yet (another member still hands it over) or whose
+//     range a sharded cache is still relisting, is retried after RetryAfter:
+//     it is this replica's soon, and an event that arrived during the
+//     hand-over is not lost.
+//   - A request for an object of another member, or whose key is unknown
+//     (key says !ok, for example an object not in the cache), is dropped
+//     with a nil error: the owner's informers deliver it there.
+//
+// key's errors are returned, so the request is retried.
 func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		value, ok, err := key(ctx, req)
@@ -27,17 +43,27 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 			return reconcile.Result{}, fmt.Errorf("shard: placing %s: %w", req.NamespacedName, err)
 		}
 		if !ok {
-			m.cfg.rec.Dropped("unknown")
+			m.cfg.rec.Request("unknown")
 			m.cfg.logger.V(4).Info("Dropped a request for an unknown object", "request", req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
-		ctx, done, ok := m.Begin(ctx, Hash(value))
-		if !ok {
-			m.cfg.rec.Dropped("not_served")
+		h := Hash(value)
+		ctx, done, ok := m.Begin(ctx, h)
+		switch {
+		case !ok && m.Assigned(h):
+			m.cfg.rec.Request("retried")
+			return reconcile.Result{RequeueAfter: RetryAfter}, nil
+		case !ok:
+			m.cfg.rec.Request("not_served")
 			m.cfg.logger.V(4).Info("Dropped a request for an object this replica does not serve", "request", req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		defer done()
+		if !m.CachesHold(h) {
+			m.cfg.rec.Request("retried")
+			return reconcile.Result{RequeueAfter: RetryAfter}, nil
+		}
+		m.cfg.rec.Request("reconciled")
 		return r.Reconcile(ctx, req)
 	})
 }

@@ -87,3 +87,40 @@ func TestRequestKeys(t *testing.T) {
 		t.Errorf("RequestName = %q", v)
 	}
 }
+
+// TestReconcilerRetriesWhatIsComing: a request for a hash the member is
+// assigned but does not serve yet, or serves while a sharded cache does not
+// hold it yet, is retried, not dropped.
+func TestReconcilerRetriesWhatIsComing(t *testing.T) {
+	m := idleMember(t)
+	calls := 0
+	r := Reconciler(m, RequestNamespace, reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		calls++
+		return reconcile.Result{}, nil
+	}))
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "x"}}
+
+	m.gate.assign(FullRange()) // assigned, not served: another member still hands it over
+	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != RetryAfter {
+		t.Fatalf("assigned, not served: %+v, %v", res, err)
+	}
+	m.gate.assign(Range{}) // another member's
+	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("another member's: %+v, %v", res, err)
+	}
+
+	m.gate.assign(FullRange())
+	m.gate.set(FullRange(), time.Now().Add(time.Hour))
+	cache := m.TrackCache() // a sharded cache that holds nothing yet
+	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != RetryAfter || calls != 0 {
+		t.Fatalf("served, not cached: %+v, %v, %d calls", res, err, calls)
+	}
+	cache.Set(FullRange())
+	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 0 || calls != 1 {
+		t.Fatalf("served and cached: %+v, %v, %d calls", res, err, calls)
+	}
+	cache.Close()
+	if !m.CachesHold(0) {
+		t.Fatal("a closed cache still counts")
+	}
+}
