@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,13 @@ func NewCache(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 // fails to start) with the error of ValidateOptions.
 func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 	return func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
+		s := opts.Scheme
+		if s == nil {
+			s = defaultScheme
+		}
+		// The manager's scheme knows its CRDs' kinds, for WithShard's
+		// exclusions; it comes last so that it is the one used.
+		options := append(slices.Clone(options), withScheme(s))
 		c, err := newConfig(options)
 		if err != nil {
 			return nil, fmt.Errorf("informer.NewCacheWith: invalid informer options: %w", err)
@@ -45,10 +53,6 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 		}
 		opts = c.cacheOptions(opts)
 		if opts.NewInformer == nil {
-			s := opts.Scheme
-			if s == nil {
-				s = defaultScheme
-			}
 			opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 				// controller-runtime knows the kinds of its scheme, CRDs
 				// included; label the metrics with it.

@@ -99,6 +99,7 @@ type SharedIndexInformer struct {
 	processor         *processor     // safe for concurrent use
 	metrics           *metricsBridge // safe for concurrent use
 	diag              *syncDiagnostics
+	shard             *shardState // nil: not sharded
 	mutationDetector  toolscache.MutationDetector
 	// list is the ListerWatcher's list, for the consistency check.
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error)
@@ -185,6 +186,12 @@ func NewSharedIndexInformerWithOptions(lw toolscache.ListerWatcher, exampleObjec
 		defaultEventHandlerResyncPeriod: options.ResyncPeriod,
 	}
 	s.reflector = newHandlerReflector(callerName(), options.ObjectDescription, exampleObject)
+	if sc := cfg.shard; sc != nil && !sc.excludes(exampleObject, cfg.scheme) {
+		s.shard = newShardState(sc.member, lw, s.metrics, description)
+		lw = s.shard.lw
+		// The consistency check compares the store with a list of its range.
+		s.list = s.shard.lw.ListWithContext
+	}
 	// The informer's own options come first: what the user passed through
 	// WithWatcherOptions wins over them, or adds to them (observers, error
 	// handlers).
@@ -233,6 +240,11 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	}
 
 	s.processor.start()
+	if s.shard != nil {
+		defer s.shard.stop()
+		s.shard.start(ctx)
+		wg.Go(func() { s.shard.follow(auxCtx, s.watcher.Relist) })
+	}
 	if err := s.watcher.Run(ctx, s.newStoreWriter(logger, transform)); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Informer's watcher stopped", "type", s.objectDescription)
 	}
@@ -263,6 +275,9 @@ func (s *SharedIndexInformer) start() (toolscache.TransformFunc, error) {
 func (s *SharedIndexInformer) commit(rv string, listed bool) {
 	if listed {
 		s.diag.listed()
+		if s.shard != nil {
+			s.shard.listed()
+		}
 	}
 	if rv == "" {
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
+	"github.com/leaninformer/leaninformer/pkg/shard"
 )
 
 // metricsBridge is the one path of the informer's measurements. The watcher (as
@@ -53,6 +54,10 @@ func (b *metricsBridge) Backoff(time.Duration, error) { b.prom.Backoff() }
 
 // failed: a list or watch failed, for cause.
 func (b *metricsBridge) failed(cause listerwatcher.Cause) { b.prom.Failure(cause.String()) }
+
+// shardFiltering: a sharded informer's objects are filtered on the server
+// or on the client (see WithShard).
+func (b *metricsBridge) shardFiltering(f shard.Filtering) { b.prom.ShardFiltering(string(f)) }
 
 // restartStarted: a restart for reason began; its buffer is empty.
 func (b *metricsBridge) restartStarted(reason listerwatcher.RestartReason) {

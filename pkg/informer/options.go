@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -62,6 +63,8 @@ type config struct {
 	// coalesceControllerRuntime: controller-runtime's handlers coalesce.
 	coalesceControllerRuntime bool
 	watcherOpts               []listerwatcher.Option // applied after the settings above
+	shard                     *shardConfig           // nil: not sharded
+	scheme                    *runtime.Scheme        // gives typed objects their kinds
 }
 
 func defaultConfig() config {
@@ -72,6 +75,7 @@ func defaultConfig() config {
 		clock:       clock.RealClock{},
 		metrics:     metrics.Default,
 		syncWarning: DefaultSyncWarningAfter,
+		scheme:      defaultScheme,
 	}
 }
 
@@ -117,6 +121,9 @@ func (c *config) validate() error {
 	}
 	if err := c.validateWatcherOptions(); err != nil {
 		errs = append(errs, fmt.Errorf("WithWatcherOptions: %w", err))
+	}
+	if c.shard != nil {
+		errs = append(errs, c.shard.validate(c.scheme))
 	}
 	return errors.Join(errs...)
 }

@@ -40,6 +40,7 @@ func TestOptionDefaults(t *testing.T) {
 		clock:       clock.RealClock{},
 		metrics:     metrics.Default,
 		syncWarning: 30 * time.Second,
+		scheme:      defaultScheme,
 	}
 	for _, tc := range []struct {
 		name string

@@ -33,10 +33,20 @@ type SyncStatus struct {
 	// from the informer's clock (WithClock); String measures durations up
 	// to it, or up to now if it is zero.
 	At time.Time
+	// Shard is the informer's sharding (see WithShard); zero if it is not
+	// sharded.
+	Shard ShardStatus
 }
 
 // String summarises the status for a log line or an error message.
 func (st SyncStatus) String() string {
+	if st.Shard.Sharded {
+		return st.syncString() + "; " + st.Shard.String()
+	}
+	return st.syncString()
+}
+
+func (st SyncStatus) syncString() string {
 	now := st.At
 	if now.IsZero() {
 		now = time.Now()
@@ -61,7 +71,9 @@ func (st SyncStatus) String() string {
 // last list or watch error, explained. A controller stuck waiting for caches
 // can log it instead of a bare "timed out".
 func (s *SharedIndexInformer) SyncStatus() SyncStatus {
-	return s.diag.status(s.HasSynced())
+	st := s.diag.status(s.HasSynced())
+	st.Shard = s.shard.status()
+	return st
 }
 
 // syncDiagnostics keeps what SyncStatus reports. It is safe for concurrent
