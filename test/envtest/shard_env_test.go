@@ -13,12 +13,12 @@ import (
 	"github.com/leaninformer/leaninformer/internal/testenv"
 )
 
-// The suite's own API server runs without feature gates: shard selectors
-// are ignored there. The specs that need server-side filtering share a
-// second control plane with --feature-gates=ShardedListAndWatch=true,
-// started on first use and stopped after the suite.
-var sharded struct {
+// controlPlane is a control plane of the shard specs' own, whose API server
+// can be restarted: its certificates are in a fixed folder, so a restarted
+// API server serves the same ones on the same port.
+type controlPlane struct {
 	once      sync.Once
+	gate      bool // --feature-gates=ShardedListAndWatch=true
 	env       *envtest.Environment
 	cfg       *rest.Config
 	clientset *kubernetes.Clientset
@@ -26,42 +26,69 @@ var sharded struct {
 	err       error
 }
 
-// shardedControlPlane returns the control plane whose API server has the
-// ShardedListAndWatch feature gate on. Its certificates are in a fixed
-// folder, so that a restarted API server serves the same ones.
-func shardedControlPlane() (*rest.Config, *kubernetes.Clientset) {
-	sharded.once.Do(func() {
+// The suite's own API server runs without feature gates. The shard specs
+// share two more, started on first use and stopped after the suite: one
+// with the ShardedListAndWatch gate (server-side filtering), one without
+// (client-side filtering) that they may restart.
+var (
+	gatedPlane   = &controlPlane{gate: true}
+	ungatedPlane = &controlPlane{}
+)
+
+func (p *controlPlane) start() {
+	p.once.Do(func() {
 		assets, err := testenv.AssetsDir()
 		if err != nil {
-			sharded.err = err
+			p.err = err
 			return
 		}
-		if sharded.certDir, err = os.MkdirTemp("", "leaninformer-sharded-"); err != nil {
-			sharded.err = err
+		if p.certDir, err = os.MkdirTemp("", "leaninformer-shard-"); err != nil {
+			p.err = err
 			return
 		}
-		apiServer := &envtest.APIServer{CertDir: sharded.certDir}
-		apiServer.Configure().Append("feature-gates", "ShardedListAndWatch=true")
-		sharded.env = &envtest.Environment{
+		apiServer := &envtest.APIServer{CertDir: p.certDir}
+		// By default kube-apiserver leaves watches open when it is told to
+		// stop, and its HTTP server waits for them up to --request-timeout
+		// (60 s), as long as envtest's stop timeout: a stop with a watch
+		// open took 60.5 s, and fails when envtest gives up first. With a
+		// grace period, the API server ends its watches at shutdown (1.9 s
+		// with a watch open), as a client sees it in a cluster's rolling
+		// update.
+		apiServer.Configure().Append("shutdown-watch-termination-grace-period", "2s")
+		if p.gate {
+			apiServer.Configure().Append("feature-gates", "ShardedListAndWatch=true")
+		}
+		p.env = &envtest.Environment{
 			BinaryAssetsDirectory:    assets,
 			ControlPlane:             envtest.ControlPlane{APIServer: apiServer},
 			ControlPlaneStartTimeout: time.Minute,
 			ControlPlaneStopTimeout:  time.Minute,
 		}
-		if sharded.cfg, sharded.err = sharded.env.Start(); sharded.err != nil {
+		if p.cfg, p.err = p.env.Start(); p.err != nil {
 			return
 		}
-		sharded.cfg.QPS, sharded.cfg.Burst = 2000, 4000
-		sharded.clientset, sharded.err = kubernetes.NewForConfig(sharded.cfg)
+		p.cfg.QPS, p.cfg.Burst = 2000, 4000
+		p.clientset, p.err = kubernetes.NewForConfig(p.cfg)
 	})
-	Expect(sharded.err).NotTo(HaveOccurred())
-	return sharded.cfg, sharded.clientset
+	Expect(p.err).NotTo(HaveOccurred())
 }
 
-// stopShardedControlPlane stops the sharded control plane if it ran.
-func stopShardedControlPlane() {
-	if sharded.env != nil {
-		Expect(sharded.env.Stop()).To(Succeed())
-		_ = os.RemoveAll(sharded.certDir)
+// shardedControlPlane returns the control plane whose API server has the
+// ShardedListAndWatch feature gate on.
+func shardedControlPlane() (*rest.Config, *kubernetes.Clientset) {
+	gatedPlane.start()
+	return gatedPlane.cfg, gatedPlane.clientset
+}
+
+func (p *controlPlane) stop() {
+	if p.env != nil {
+		Expect(p.env.Stop()).To(Succeed())
+		_ = os.RemoveAll(p.certDir)
 	}
+}
+
+// stopShardedControlPlane stops the shard specs' control planes that ran.
+func stopShardedControlPlane() {
+	gatedPlane.stop()
+	ungatedPlane.stop()
 }

@@ -185,12 +185,14 @@ func (g *memberGroup) settled(gm Gomega) {
 
 // cleanupLeases drops the finalizers of the group's Leases left behind and
 // deletes them.
-func cleanupLeases(ctx context.Context, ns string) {
-	leases, err := clientset.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
+func cleanupLeases(ctx context.Context, ns string) { cleanupLeasesWith(ctx, clientset, ns) }
+
+func cleanupLeasesWith(ctx context.Context, cs kubernetes.Interface, ns string) {
+	leases, err := cs.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	for _, l := range leases.Items {
-		_, _ = clientset.CoordinationV1().Leases(ns).Patch(ctx, l.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		_ = clientset.CoordinationV1().Leases(ns).Delete(ctx, l.Name, metav1.DeleteOptions{})
+		_, _ = cs.CoordinationV1().Leases(ns).Patch(ctx, l.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		_ = cs.CoordinationV1().Leases(ns).Delete(ctx, l.Name, metav1.DeleteOptions{})
 	}
 }
 
