@@ -30,6 +30,8 @@ func main() {
 	flag.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles at a time.")
 	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; required with --leader-elect outside a cluster.")
 	flag.BoolVar(&useEnvtest, "envtest", false, "Start a local kube-apiserver and etcd (envtest) and run against it instead of a cluster.")
+	flag.StringVar(&opts.shardNamespace, "shard-namespace", "", "Shard the operator: keep this replica's Lease in this namespace and count only its share of the namespaces.")
+	flag.StringVar(&opts.shardIdentity, "shard-identity", "", "This replica's name among the shard members (default: the host name, a pod's name).")
 	klog.InitFlags(nil)
 	flag.Parse()
 	ctrl.SetLogger(klog.NewKlogr())

@@ -4,17 +4,20 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -23,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/leaninformer/leaninformer/pkg/informer"
+	"github.com/leaninformer/leaninformer/pkg/shard"
 )
 
 const (
@@ -40,14 +44,36 @@ type options struct {
 	metricsBindAddress      string
 	leaderElect             bool
 	leaderElectionNamespace string
+	// shardNamespace, when set, shards the operator: each replica keeps a
+	// Lease there and counts the namespaces of its share.
+	shardNamespace string
+	shardIdentity  string // default: the host name
+	// shardOptions, onReconcile and replicasInProcess are for tests: Lease
+	// durations, a callback around every count, and several managers in one
+	// process (whose controllers then share a name).
+	shardOptions      []shard.Option
+	onReconcile       func(namespace string, start, end time.Time)
+	replicasInProcess bool
 }
 
 // newManager builds the operator: a manager on leaninformer's cache with one
 // controller that counts the RoleBindings of every namespace. main and the
 // test both run it.
 func newManager(cfg *rest.Config, opts options) (manager.Manager, error) {
+	newCache := informer.NewCache // the one-line change: leaninformer's informers
+	var member *shard.Member
+	if opts.shardNamespace != "" {
+		var err error
+		if member, err = newShardMember(cfg, opts); err != nil {
+			return nil, err
+		}
+		// Every replica caches the RoleBindings and counts of its share of
+		// the namespaces; the Namespaces themselves (a few small objects)
+		// all replicas cache whole.
+		newCache = informer.NewCacheWith(informer.WithShard(member, metadataOf("Namespace")))
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		NewCache: informer.NewCache, // the one-line change: leaninformer's informers
+		NewCache: newCache,
 		Cache: cache.Options{
 			// Cache the operator's own ConfigMaps, not every ConfigMap of
 			// the cluster.
@@ -58,12 +84,23 @@ func newManager(cfg *rest.Config, opts options) (manager.Manager, error) {
 		},
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsBindAddress},
 		HealthProbeBindAddress:  "0",
+		Controller:              config.Controller{SkipNameValidation: &opts.replicasInProcess},
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        operatorName + ".leaninformer.io",
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	var r reconcile.Reconciler = &counter{client: mgr.GetClient(), onReconcile: opts.onReconcile}
+	if member != nil {
+		if err := mgr.Add(member); err != nil {
+			return nil, fmt.Errorf("adding the shard member: %w", err)
+		}
+		// A namespace is counted by the replica that serves the hash of its
+		// name, the namespace key of its RoleBindings and its count.
+		r = shard.Reconciler(member, shard.RequestName, r)
 	}
 
 	// Counting needs names only: Namespaces and RoleBindings are watched and
@@ -74,11 +111,29 @@ func newManager(cfg *rest.Config, opts options) (manager.Manager, error) {
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(requestForNamespace), builder.OnlyMetadata).
 		// Someone editing or deleting the count gets it rewritten.
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(requestForNamespace)).
-		Complete(&counter{client: mgr.GetClient()})
+		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// newShardMember is the replica's member of the operator's shard group:
+// objects are placed by their namespace.
+func newShardMember(cfg *rest.Config, opts options) (*shard.Member, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Lease client: %w", err)
+	}
+	shardOpts := []shard.Option{shard.WithKey(shard.KeyNamespace)}
+	if opts.shardIdentity != "" {
+		shardOpts = append(shardOpts, shard.WithIdentity(opts.shardIdentity))
+	}
+	member, err := shard.New(client.CoordinationV1(), opts.shardNamespace, operatorName, append(shardOpts, opts.shardOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the shard member: %w", err)
+	}
+	return member, nil
 }
 
 // requestForNamespace maps a namespaced object to the reconcile request of
@@ -90,10 +145,15 @@ func requestForNamespace(_ context.Context, obj client.Object) []reconcile.Reque
 // counter reconciles a namespace: it writes the number of RoleBindings in it
 // to the namespace's rolebinding-count ConfigMap.
 type counter struct {
-	client client.Client
+	client      client.Client
+	onReconcile func(namespace string, start, end time.Time) // nil: none
 }
 
 func (c *counter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if c.onReconcile != nil {
+		start := time.Now()
+		defer func() { c.onReconcile(req.Name, start, time.Now()) }()
+	}
 	ns := metadataOf("Namespace")
 	if err := c.client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
