@@ -70,7 +70,7 @@ func newManager(cfg *rest.Config, opts options) (manager.Manager, error) {
 		// Every replica caches the RoleBindings and counts of its share of
 		// the namespaces; the Namespaces themselves (a few small objects)
 		// all replicas cache whole.
-		newCache = informer.NewCacheWith(informer.WithShard(member, metadataOf("Namespace")))
+		newCache = informer.NewCacheWith(informer.WithShard(member, namespaceMetadata()))
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		NewCache: newCache,
@@ -154,7 +154,7 @@ func (c *counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		start := time.Now()
 		defer func() { c.onReconcile(req.Name, start, time.Now()) }()
 	}
-	ns := metadataOf("Namespace")
+	ns := namespaceMetadata()
 	if err := c.client.Get(ctx, types.NamespacedName{Name: req.Name}, ns); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -184,9 +184,9 @@ func (c *counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return reconcile.Result{}, nil
 }
 
-// metadataOf returns an empty metadata-only object of a core kind.
-func metadataOf(kind string) *metav1.PartialObjectMetadata {
+// namespaceMetadata returns an empty metadata-only Namespace.
+func namespaceMetadata() *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	return m
 }

@@ -81,7 +81,7 @@ func TestOperator(t *testing.T) {
 	k.expectCount(nsA, "3")
 	k.expectCount(nsB, "0")
 
-	inf, err := mgr.GetCache().GetInformer(ctx, metadataOf("Namespace"))
+	inf, err := mgr.GetCache().GetInformer(ctx, namespaceMetadata())
 	if err != nil {
 		t.Fatal(err)
 	}

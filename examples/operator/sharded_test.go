@@ -159,7 +159,7 @@ func TestOperatorThreeReplicas(t *testing.T) {
 	if st := inf.(*informer.SharedIndexInformer).SyncStatus(); !st.Shard.Sharded || st.Shard.Filtering != shard.FilteringServer {
 		t.Errorf("r0's RoleBinding informer: %s", st)
 	}
-	nsInf, err := replicas["r0"].mgr.GetCache().GetInformer(ctx, metadataOf("Namespace"))
+	nsInf, err := replicas["r0"].mgr.GetCache().GetInformer(ctx, namespaceMetadata())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func (r *shardReplica) stop() error {
 }
 
 // informerStatus is the replica's ConfigMap informer's SyncStatus.
-func (r *shardReplica) informerStatus(ctx context.Context, ns string) informer.SyncStatus {
+func (r *shardReplica) informerStatus(ctx context.Context) informer.SyncStatus {
 	GinkgoHelper()
 	inf, err := r.mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{})
 	Expect(err).NotTo(HaveOccurred())
@@ -137,7 +137,7 @@ type shardedController struct {
 	replicas map[string]*shardReplica
 }
 
-func (c *shardedController) start(id string) *shardReplica {
+func (c *shardedController) start(id string) {
 	GinkgoHelper()
 	proxy, err := faultproxy.New(c.cfg)
 	Expect(err).NotTo(HaveOccurred())
@@ -183,7 +183,6 @@ func (c *shardedController) start(id string) *shardReplica {
 	go func() { r.done <- mgr.Start(ctx) }()
 	c.replicas[id] = r
 	DeferCleanup(func() error { return r.stop() })
-	return r
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -213,7 +212,7 @@ func (c *shardedController) settled(ctx context.Context, g Gomega) {
 	want := shard.Assign(names, shard.DefaultBuckets)
 	for _, r := range c.replicas {
 		g.Expect(r.member.Serving().String()).To(Equal(want[r.member.LeaseName()].String()), "replica %s serves", r.id)
-		st := r.informerStatus(ctx, c.ns)
+		st := r.informerStatus(ctx)
 		g.Expect(st.Shard.Pending).To(BeFalse(), "replica %s relists", r.id)
 		g.Expect(st.Shard.Stored.String()).To(Equal(want[r.member.LeaseName()].String()), "replica %s stores", r.id)
 	}
@@ -275,7 +274,7 @@ var _ = Describe("a sharded controller-runtime controller", Label("shard"), func
 			w := startWriter(c)
 			Eventually(func(g Gomega) { c.settled(ctx, g) }).WithTimeout(time.Minute).Should(Succeed())
 			for _, r := range c.replicas {
-				Expect(r.informerStatus(ctx, c.ns).Shard.Filtering).To(Equal(tc.filtering), "replica %s", r.id)
+				Expect(r.informerStatus(ctx).Shard.Filtering).To(Equal(tc.filtering), "replica %s", r.id)
 			}
 			checkpoint := func(what string) {
 				GinkgoHelper()
