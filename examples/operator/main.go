@@ -79,7 +79,11 @@ func startEnvtest() (*envtest.Environment, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	// With the gate, sharded replicas (--shard-namespace) are filtered on
+	// the server; without it they filter on the client.
+	apiServer := &envtest.APIServer{}
+	apiServer.Configure().Append("feature-gates", "ShardedListAndWatch=true")
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlane: envtest.ControlPlane{APIServer: apiServer}}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting envtest: %w", err)
