@@ -9,7 +9,7 @@ GO_TEST_FLAGS ?= -race -timeout 45m
 # hack/envtest-binaries.sh builds (once) and prints the cached folder.
 ASSETS = $(or $(KUBEBUILDER_ASSETS),$(shell hack/envtest-binaries.sh))
 
-.PHONY: all test unit vet lint envtest-binaries bench load chaos clean
+.PHONY: all test unit vet lint envtest-binaries bench load shard-bench chaos clean
 
 all: test
 
@@ -53,6 +53,17 @@ load:
 	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
 	$(GO) build -o _output/load/load ./hack/load && \
 	KUBEBUILDER_ASSETS="$$assets" _output/load/load $(LOAD_FLAGS)
+
+# shard-bench: hack/shardbench, sharded replicas (pkg/shard) at 30,000
+# objects: per-replica store, sync time and reconcile throughput for 1, 2
+# and 4 replicas, server-side and client-side filtering, and the hand-over
+# after a replica is killed; results in _output/shardbench/. Flags through
+# SHARD_BENCH_FLAGS, e.g. make shard-bench SHARD_BENCH_FLAGS='--objects 10000 --handover='.
+SHARD_BENCH_FLAGS ?=
+shard-bench:
+	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
+	$(GO) build -o _output/shardbench/shardbench ./hack/shardbench && \
+	KUBEBUILDER_ASSETS="$$assets" _output/shardbench/shardbench $(SHARD_BENCH_FLAGS)
 
 # chaos: the long chaos schedule (its own API server) and the long soak
 # (test/envtest labels chaos and soak), then a short run of each fuzz target.
