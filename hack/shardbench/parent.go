@@ -345,46 +345,54 @@ func (r *replica) kill() {
 	_ = <-r.exited // killed: the exit status says so and nothing more
 }
 
-// settled reports whether the replicas have settled: every informer synced
-// and holding its member's share of the assignment over the replicas (no
-// relist pending), and every stored object reconciled.
-func (b *bench) settled(rs []*replica, group string, sharded bool) (bool, []status) {
-	sts := make([]status, len(rs))
+// settled reports whether the replicas hold the whole space (every
+// informer synced and holding its member's share of the assignment over the
+// replicas, no relist pending) and whether they have settled (held, and
+// every stored object reconciled).
+func (b *bench) settled(rs []*replica, group string, sharded bool) (held, done bool, sts []status) {
+	sts = make([]status, len(rs))
 	names := make([]string, len(rs))
 	for i, r := range rs {
 		sts[i] = r.status()
 		names[i] = group + "-" + r.id
 	}
 	want := shard.Assign(names, shard.DefaultBuckets)
-	total := 0
+	total, reconciled := 0, true
 	for i, st := range sts {
-		if !st.Synced || st.StoredDone != st.Objects {
-			return false, sts
+		if !st.Synced {
+			return false, false, sts
 		}
 		if sharded && (st.Pending || st.Serving != want[names[i]].String() || st.Stored != st.Serving) {
-			return false, sts
+			return false, false, sts
 		}
+		reconciled = reconciled && st.StoredDone == st.Objects
 		total += st.Objects
 	}
-	return total == b.o.objects, sts
+	held = total == b.o.objects
+	return held, held && reconciled, sts
 }
 
-func (b *bench) waitSettled(rs []*replica, group string, sharded bool, since time.Time) (time.Duration, []status, error) {
+// waitSettled waits for the replicas to settle, and returns how long after
+// since they held the whole space and had settled.
+func (b *bench) waitSettled(rs []*replica, group string, sharded bool, since time.Time) (heldAfter, settledAfter time.Duration, sts []status, err error) {
 	deadline := time.Now().Add(b.o.timeout)
 	for {
-		ok, sts := b.settled(rs, group, sharded)
-		if ok {
-			return time.Since(since), sts, nil
+		held, done, sts := b.settled(rs, group, sharded)
+		if held && heldAfter == 0 {
+			heldAfter = time.Since(since)
+		}
+		if done {
+			return heldAfter, time.Since(since), sts, nil
 		}
 		for _, r := range rs {
 			select {
 			case err := <-r.exited:
-				return 0, nil, fmt.Errorf("replica %s exited (see its log in %s): %w", r.id, b.o.out, err)
+				return 0, 0, nil, fmt.Errorf("replica %s exited (see its log in %s): %w", r.id, b.o.out, err)
 			default:
 			}
 		}
 		if time.Now().After(deadline) {
-			return 0, sts, errors.New("the replicas did not settle within --timeout")
+			return 0, 0, sts, errors.New("the replicas did not settle within --timeout")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
