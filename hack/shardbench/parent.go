@@ -342,7 +342,10 @@ func (r *replica) stop() error {
 
 func (r *replica) kill() {
 	_ = r.cmd.Process.Signal(syscall.SIGKILL)
-	_ = <-r.exited // killed: the exit status says so and nothing more
+	// A killed replica exits with "signal: killed"; anything else is news.
+	if err := <-r.exited; err == nil || !strings.Contains(err.Error(), "killed") {
+		fmt.Fprintf(os.Stderr, "replica %s, killed, exited with %v\n", r.id, err)
+	}
 }
 
 // settled reports whether the replicas hold the whole space (every
