@@ -48,13 +48,16 @@ func TestMemberLifecycle(t *testing.T) {
 	}
 
 	cancel()
+	// A stopping member serves nothing at once, but waits for its work.
+	for deadline := time.Now().Add(10 * time.Second); !m.Serving().Empty(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a stopping member serves %s", m.Serving())
+		}
+	}
 	select {
 	case err := <-done:
 		t.Fatalf("the member stopped with work in flight: %v", err)
 	case <-time.After(300 * time.Millisecond):
-	}
-	if !m.Serving().Empty() {
-		t.Fatalf("a stopping member serves %s", m.Serving())
 	}
 	workDone()
 	select {
