@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -110,8 +111,9 @@ func TestListerWatcherFiltersOnTheClient(t *testing.T) {
 	}
 }
 
-// echoingLW is a server that applies shard selectors: it lists only the
-// range (from a fake server's full list) and echoes the selector.
+// echoingLW is a server that applies shard selectors: it lists and
+// watches only the range (from a fake server's objects), and its lists echo
+// the selector if echo is set.
 type echoingLW struct {
 	inner *lwfake.ListerWatcher
 	r     Range
@@ -138,7 +140,16 @@ func (e *echoingLW) List(opts metav1.ListOptions) (runtime.Object, error) {
 }
 
 func (e *echoingLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return e.inner.Watch(opts)
+	w, err := e.inner.Watch(opts)
+	if err != nil {
+		return nil, err
+	}
+	// Unfiltered, the initial events outside the range would tell the
+	// ListerWatcher that the server does not filter, racing the probe.
+	return newFilterWatch(w, func(ev watch.Event) bool {
+		m, err := meta.Accessor(ev.Object)
+		return ev.Type == watch.Bookmark || ev.Type == watch.Error || err != nil || e.r.Contains(Hash(string(m.GetUID())))
+	}), nil
 }
 
 func TestListerWatcherTellsServerFiltering(t *testing.T) {
