@@ -54,7 +54,7 @@ func MemoryChart(r *Results) ([]byte, error) {
 	}
 	const (
 		width, height            = 900, 440
-		left, right, top, bottom = 64, 20, 108, 48
+		left, right, top, bottom = 64, 20, 124, 48
 	)
 	maxS, maxMiB := 0.0, 1.0
 	for _, l := range lines {
@@ -78,10 +78,11 @@ func MemoryChart(r *Results) ([]byte, error) {
 	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">%s</text>`+"\n",
 		html.EscapeString(fmt.Sprintf("make bench at %s, %s, GOGC=%d; of each informer the run with the median initial-sync peak", commit, date, r.GOGC)))
 	fmt.Fprintf(&b, `<text x="10" y="56" fill="#555">%s</text>`+"\n",
-		html.EscapeString("solid: sampled heap (garbage included); dotted: live heap the last GC marked; ● synced; ▼ relist forced (410 Gone); not sampled while the benchmark checks the store"))
+		html.EscapeString("solid: sampled heap (garbage included); dotted: live heap the last GC marked; ● synced; ▼ relist forced (410 Gone)"))
+	fmt.Fprintf(&b, `<text x="10" y="74" fill="#555">%s</text>`+"\n", html.EscapeString("the gap after the sync: not sampled while the benchmark checks the store"))
 	for i, l := range lines {
 		lx := 10 + i*290
-		fmt.Fprintf(&b, `<line x1="%d" y1="78" x2="%d" y2="78" stroke="%s" stroke-width="3"/><text x="%d" y="82">%s</text>`+"\n", lx, lx+24, l.color, lx+30, html.EscapeString(l.label))
+		fmt.Fprintf(&b, `<line x1="%d" y1="96" x2="%d" y2="96" stroke="%s" stroke-width="3"/><text x="%d" y="100">%s</text>`+"\n", lx, lx+24, l.color, lx+30, html.EscapeString(l.label))
 	}
 	for v := 0.0; v <= maxMiB+yStep/2; v += yStep {
 		yy := y(int64(v * 1024))
