@@ -22,13 +22,19 @@ type Strategy = listerwatcher.Strategy
 // The list strategies.
 const (
 	// Auto streams the initial list (a WATCH with sendInitialEvents) and falls
-	// back to paginated LISTs when the server or the ListerWatcher cannot
-	// stream. It is the default and follows client-go's WatchListClient
+	// back to paginated LISTs for a while (10 minutes) when the stream cannot
+	// be used: opening it fails with any error but a 429, a refused connection
+	// or an unavailable resourceVersion (a transient 500 or 503 too), or it
+	// does not end (bookmarks off). It lists for good when the ListerWatcher
+	// cannot stream. It is the default and follows client-go's WatchListClient
 	// feature gate: with KUBE_FEATURE_WatchListClient=false it means ListWatch.
 	Auto = listerwatcher.Auto
 	// ListWatch lists page by page, then watches.
 	ListWatch = listerwatcher.ListWatch
-	// StreamingList always streams the initial list.
+	// StreamingList streams every list, whatever the WatchListClient feature
+	// gate says, and retries the stream after errors instead of falling back.
+	// It lists page by page (with a warning) only when the ListerWatcher says
+	// it cannot stream (IsWatchListSemanticsUnSupported).
 	StreamingList = listerwatcher.StreamingList
 )
 

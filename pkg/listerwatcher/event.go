@@ -51,17 +51,22 @@ func (t EventType) String() string {
 type Strategy uint8
 
 const (
-	// Auto streams (StreamingList) and falls back to ListWatch for a while
-	// when the server or the ListerWatcher cannot stream. With client-go's
-	// WatchListClient feature gate off (KUBE_FEATURE_WatchListClient=false),
-	// Auto means ListWatch.
+	// Auto streams (StreamingList) and falls back to ListWatch for the
+	// fallback TTL (WithFallbackTTL) when opening the stream fails with any
+	// error but a 429, a refused connection or an unavailable resourceVersion
+	// (a transient 500 or 503 too), or when the stream does not end; for good
+	// when the ListerWatcher cannot stream. With client-go's WatchListClient
+	// feature gate off (KUBE_FEATURE_WatchListClient=false), Auto means
+	// ListWatch.
 	Auto Strategy = iota
 	// ListWatch lists page by page, then watches from the list's
 	// resourceVersion.
 	ListWatch
 	// StreamingList opens one watch with sendInitialEvents=true: the
 	// collection arrives as ADDED events ended by a bookmark, and the same
-	// stream goes on as the live watch.
+	// stream goes on as the live watch. It streams whatever the feature gate
+	// says and retries the stream after errors; only a ListerWatcher that
+	// cannot stream (IsWatchListSemanticsUnSupported) makes it list.
 	StreamingList
 )
 
