@@ -1,6 +1,6 @@
 // Package cache provides Indexer, a thread-safe indexed store that implements
-// client-go's cache.Indexer with the same observable behaviour and adds a
-// replace buffer for relists.
+// client-go's cache.Indexer and its behaviour (README.md lists the few
+// differences a caller can observe) and adds a replace buffer for relists.
 //
 // A store's contents form a generation: the objects by key and their
 // indices. A relist fills a second generation page by page, indices included
