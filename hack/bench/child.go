@@ -60,6 +60,8 @@ type childOptions struct {
 	limits   clientLimits
 	interval time.Duration
 	timeout  time.Duration
+	// timelineInterval is the sampling interval of informers' Timelines.
+	timelineInterval time.Duration
 	// relistDelay is how long after the sync the relist is forced, at
 	// least the time the client's rate limiter takes to refill.
 	relistDelay time.Duration
@@ -79,6 +81,7 @@ func childMain(args []string) int {
 	fs.Int64Var(&o.pageSize, "page-size", -1, "LIST page size; negative: the informer's own")
 	limits := fs.String("limits", clientGoLimits.name, limitsUsage)
 	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval")
+	fs.DurationVar(&o.timelineInterval, "timeline-interval", defaultTimelineInterval, "heap sampling interval of the informer's timeline")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.DurationVar(&o.relistDelay, "relist-delay", defaultRelistDelay, "force the relist this long after the sync")
 	fs.IntVar(&o.churnDeleted, "churn-deleted", 0, "objects the parent deletes before the relist")
@@ -116,6 +119,8 @@ type child struct {
 	// the first LIST or streaming watch of the forced relist goes out.
 	relistArmed atomic.Bool
 	relistStart atomic.Int64
+	// timeline records an informer's heap over its life.
+	timeline *timelineRecorder
 }
 
 func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) error {
@@ -183,6 +188,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // for relist variants, a forced relist.
 func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 	base := measureBaseline()
+	c.timeline = startTimeline(c.opts.timelineInterval, base.heap)
 	w, err := startWindow(c.opts.interval)
 	if err != nil {
 		return nil, err
@@ -208,6 +214,7 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 		return nil, err
 	}
 	syncedAt := time.Now()
+	c.timeline.mark(markSynced)
 	p := w.stop(base, c.v.name)
 
 	total, err := c.countObjects(inf.GetStore().List())
@@ -232,6 +239,7 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 		}
 		phases = append(phases, r)
 	}
+	phases[0].Timeline = c.timeline.finish()
 	return phases, nil
 }
 
@@ -255,10 +263,12 @@ func (c *child) relist(ctx context.Context, base baseline, inf toolscache.Shared
 	if err := c.ctl.relist(); err != nil {
 		return Phase{}, err
 	}
+	c.timeline.mark(markRelist)
 	if err := waitFor(ctx, done, fmt.Sprintf("%+v more notifications after the forced relist", want)); err != nil {
 		return Phase{}, fmt.Errorf("%w (got %d updates, %d adds, %d deletes in all)", err, h.updates.Load(), h.adds.Load(), h.deletes.Load())
 	}
 	end := time.Now()
+	c.timeline.mark(markRelisted)
 	p := w.stop(base, relistRow(c.v.name))
 	start := c.relistStart.Load()
 	if start == 0 {

@@ -45,6 +45,11 @@ type options struct {
 	relistDelay time.Duration
 	exe         string // the program children run as
 	commandLine string
+
+	// timelineInterval, publish and flags: see results.go.
+	timelineInterval time.Duration
+	publish          string
+	flags            map[string]string
 }
 
 func main() {
@@ -94,7 +99,14 @@ Flags:
 	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval of the children")
 	fs.DurationVar(&o.relistDelay, "relist-delay", defaultRelistDelay, "how long after the sync relist rows force the relist "+
 		"(at least the time the client's rate limiter takes to refill its burst: 2s at client-go's defaults)")
+	fs.DurationVar(&o.timelineInterval, "timeline-interval", defaultTimelineInterval, "heap sampling interval of the informers' timelines (the memory-over-time chart)")
+	fs.StringVar(&o.publish, "publish", "", "also write results.json, with the commit, the machine and every run, to this folder (make bench: docs/benchmarks)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	o.flags = flagValues(fs)
+	if o.timelineInterval <= 0 {
+		fmt.Fprintln(stderr, "bench: --timeline-interval must be positive")
 		return 2
 	}
 	if o.objects < 1 || o.runs < 1 || o.workers < 1 {

@@ -46,6 +46,9 @@ type Phase struct {
 	// at the baseline.
 	BaselineRuntime uint64                   `json:"baselineRuntimeBytes"`
 	Requests        faultproxy.RequestCounts `json:"requests"`
+	// Timeline is the heap over the child's life: on the initial sync's
+	// phase of informer variants.
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // baseline is the child before the variant starts.

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -46,7 +45,8 @@ type Machine struct {
 
 // Report is everything results.json holds.
 type Report struct {
-	Command string `json:"command"`
+	Provenance Provenance `json:"provenance"`
+	Command    string     `json:"command"`
 	// Kind is the resource measured: rolebindings, configmaps or pods.
 	Kind          string  `json:"kind"`
 	Title         string  `json:"-"`
@@ -259,13 +259,13 @@ func (r *Report) write(dir string, stdout io.Writer) error {
 	if _, err := io.WriteString(stdout, md); err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(r, "", "  ")
+	js, err := r.json()
 	if err != nil {
 		return err
 	}
 	files := map[string][]byte{
 		"results.md":   []byte(md),
-		"results.json": append(js, '\n'),
+		"results.json": js,
 		"chart.svg":    chartSVG(fmt.Sprintf("Heap above baseline, %d %s, GOGC=%d (MiB, medians of %d runs)", r.Objects, r.Title, r.GOGC, r.Runs), r.rowsWithLimit(0)),
 	}
 	if r.MemLimit > 0 {

@@ -39,6 +39,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 
 	prog := newProgress(stderr)
 	started := time.Now()
+	prov := startProvenance()
 	if o.kubeconfig == "" {
 		prog.step("starting kube-apiserver and etcd (envtest)")
 	}
@@ -100,7 +101,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	prog.finish(fmt.Sprintf("measured %d children in %s", m.done, since(started)))
 
 	rep := newReport(o, selected, phases, limit, total, serverVersion)
-	return rep.write(o.out, stdout)
+	rep.Provenance = prov.finish(o)
+	if err := rep.write(o.out, stdout); err != nil {
+		return err
+	}
+	return rep.publish(o.publish)
 }
 
 func cmpBool(a, b bool) int {
@@ -191,6 +196,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 		"--relist-delay", m.o.relistDelay.String(),
 		"--churn-deleted", strconv.Itoa(len(ch.deleted)),
 		"--churn-created", strconv.Itoa(len(ch.created)),
+		"--timeline-interval", m.o.timelineInterval.String(),
 	)
 	cmd.Env = childEnv(os.Environ(), m.o.gogc, memLimit, v.env())
 	cmd.Stderr = logFile

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// Timeline is the heap over an informer child's life, from the informer's
+// start through its initial sync and, for relist variants, the forced
+// relist: what the memory-over-time chart draws. Sizes are KiB above the
+// child's baseline heap, at Ms milliseconds after the start.
+type Timeline struct {
+	Ms []int64 `json:"ms"`
+	// HeapKiB is the size of heap objects, garbage included.
+	HeapKiB []int64 `json:"heapKiB"`
+	// LiveKiB is the live heap the last GC marked: it changes only when a
+	// GC ends.
+	LiveKiB []int64 `json:"liveKiB"`
+	// Marks are the moments the child reached a step.
+	Marks []Mark `json:"marks"`
+}
+
+// Mark is one step of a child's life on its Timeline.
+type Mark struct {
+	Name string `json:"name"`
+	Ms   int64  `json:"ms"`
+}
+
+// The steps Marks name.
+const (
+	markSynced   = "synced"
+	markRelist   = "relist forced"
+	markRelisted = "relisted"
+)
+
+// timelineRecorder samples the heap every interval in its own goroutine.
+type timelineRecorder struct {
+	start    time.Time
+	baseline uint64
+	stop     chan struct{}
+	done     chan struct{}
+
+	mu sync.Mutex
+	tl Timeline
+}
+
+// startTimeline samples every interval from now on; sizes are relative to
+// baseline bytes.
+func startTimeline(interval time.Duration, baseline uint64) *timelineRecorder {
+	r := &timelineRecorder{start: time.Now(), baseline: baseline, stop: make(chan struct{}), done: make(chan struct{})}
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	r.sample(samples)
+	go func() {
+		defer close(r.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-t.C:
+				r.sample(samples)
+			}
+		}
+	}()
+	return r
+}
+
+func (r *timelineRecorder) sample(samples []metrics.Sample) {
+	metrics.Read(samples)
+	kib := func(b uint64) int64 { return (int64(b) - int64(r.baseline)) >> 10 }
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tl.Ms = append(r.tl.Ms, time.Since(r.start).Milliseconds())
+	r.tl.HeapKiB = append(r.tl.HeapKiB, kib(samples[0].Value.Uint64()))
+	r.tl.LiveKiB = append(r.tl.LiveKiB, kib(samples[1].Value.Uint64()))
+}
+
+// mark records that the child reached step name now.
+func (r *timelineRecorder) mark(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tl.Marks = append(r.tl.Marks, Mark{Name: name, Ms: time.Since(r.start).Milliseconds()})
+}
+
+// finish stops sampling after a last sample and returns the timeline.
+func (r *timelineRecorder) finish() *Timeline {
+	close(r.stop)
+	<-r.done
+	r.sample([]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tl := r.tl
+	return &tl
+}
