@@ -9,7 +9,7 @@ GO_TEST_FLAGS ?= -race -timeout 45m
 # hack/envtest-binaries.sh builds (once) and prints the cached folder.
 ASSETS = $(or $(KUBEBUILDER_ASSETS),$(shell hack/envtest-binaries.sh))
 
-.PHONY: all test unit vet lint envtest-binaries bench chaos clean
+.PHONY: all test unit vet lint envtest-binaries bench docs chaos clean
 
 all: test
 
@@ -23,11 +23,15 @@ lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
 # test: lint, vet, then every test with the race detector, including the
-# envtest suites against a real API server.
+# envtest suites against a real API server, then every Go benchmark once with
+# -short (at most 1,000 objects: internal/benchsize), so that none breaks
+# unnoticed; it prints how long that last step took.
 test: vet lint
 	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test $(GO_TEST_FLAGS) ./... && \
+	echo "every benchmark once, at a small N:" && \
+	time KUBEBUILDER_ASSETS="$$assets" $(GO) test $(GO_TEST_FLAGS) -short -run '^$$' -bench . -benchtime 1x ./...
 
 # unit: every test but the envtest suites (a few examples still start an API
 # server of their own).
@@ -35,13 +39,23 @@ unit:
 	$(GO) test $(GO_TEST_FLAGS) $$($(GO) list ./... | grep -v /test/envtest)
 
 # bench: hack/bench, memory and time side by side with client-go on a real
-# API server (envtest, or --kubeconfig); results in _output/bench/. Flags go
-# through BENCH_FLAGS, e.g. make bench BENCH_FLAGS='--objects 100000 --runs 1'.
+# API server (envtest, or --kubeconfig); results in _output/bench/, and the
+# results file (commit, machine, command, every run) in $(BENCH_PUBLISH),
+# from which hack/docgen then writes the README's and docs/benchmarks.md's
+# generated blocks and docs/benchmarks/memory.svg: commit them together.
+# Flags go through BENCH_FLAGS, e.g. make bench BENCH_FLAGS='--objects 100000
+# --runs 1'; BENCH_PUBLISH= leaves the committed results alone.
 BENCH_FLAGS ?=
+BENCH_PUBLISH ?= docs/benchmarks
 bench:
 	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
 	$(GO) build -o _output/bench/bench ./hack/bench && \
-	KUBEBUILDER_ASSETS="$$assets" _output/bench/bench $(BENCH_FLAGS)
+	KUBEBUILDER_ASSETS="$$assets" _output/bench/bench --publish "$(BENCH_PUBLISH)" $(BENCH_FLAGS) && \
+	$(GO) run ./hack/docgen
+
+# docs: the generated blocks and chart from the committed results file.
+docs:
+	$(GO) run ./hack/docgen
 
 # chaos: the long chaos schedule (its own API server) and the long soak
 # (test/envtest labels chaos and soak), then a short run of each fuzz target.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/leaninformer/leaninformer/internal/benchsize"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 )
 
@@ -308,7 +309,7 @@ func (r clientGo) relist(b *testing.B, n int, atPeak func()) {
 //     the process's memory at rest (free pages returned to the OS) plus 20%
 //     of the steady store.
 func BenchmarkRestart(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchsize.Sizes(10_000, 100_000) {
 		variants := []struct {
 			name string
 			new  func() relister

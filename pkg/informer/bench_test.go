@@ -14,6 +14,7 @@ import (
 	clientgofeaturestesting "k8s.io/client-go/features/testing"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/leaninformer/leaninformer/internal/benchsize"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
@@ -32,7 +33,8 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 3x ./pkg/informer/
 
-var benchSizes = []int{10_000, 100_000}
+// benchSizes are the object counts of the sync and relist benchmarks.
+func benchSizes() []int { return benchsize.Sizes(10_000, 100_000) }
 
 // roleBinding builds a RoleBinding like the benchmark command's: a few
 // labels and 3-5 subjects.
@@ -142,7 +144,7 @@ func above(v, base uint64) uint64 {
 }
 
 func BenchmarkInitialSync(b *testing.B) {
-	for _, n := range benchSizes {
+	for _, n := range benchSizes() {
 		for _, v := range variants() {
 			b.Run(fmt.Sprintf("N=%d/%s", n, v.name), func(b *testing.B) {
 				v.setup(b)
@@ -183,7 +185,7 @@ func BenchmarkInitialSync(b *testing.B) {
 // from the steady synced state until every handler has been told about the
 // whole new list.
 func BenchmarkRelist(b *testing.B) {
-	for _, n := range benchSizes {
+	for _, n := range benchSizes() {
 		for _, v := range variants() {
 			b.Run(fmt.Sprintf("N=%d/%s", n, v.name), func(b *testing.B) {
 				v.setup(b)

@@ -19,6 +19,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/leaninformer/leaninformer/internal/benchsize"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
@@ -319,7 +320,7 @@ func signal(ch chan struct{}) func() {
 //     20 pages and then at about ten more for ours, in Replace for
 //     client-go): held-MiB is what is reachable there, exactly.
 func BenchmarkListPeakHeap(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchsize.Sizes(10_000, 100_000) {
 		for _, d := range designs {
 			b.Run(fmt.Sprintf("%s/N=%d", d.name, n), func(b *testing.B) {
 				srv := benchServer(b, n)
