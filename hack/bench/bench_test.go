@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/leaninformer/leaninformer/internal/benchdoc"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/testenv"
 )
@@ -209,6 +211,33 @@ func TestGoals(t *testing.T) {
 	}
 }
 
+func TestFlagValuesHoldDefaultsToo(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.Int("runs", 3, "")
+	fs.String("variants", "", "")
+	if err := fs.Parse([]string{"--variants", "a|b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := flagValues(fs); len(got) != 2 || got["runs"] != "3" || got["variants"] != "a|b" {
+		t.Errorf("flagValues = %v", got)
+	}
+}
+
+func TestResultsJSONKeepsNumberArraysOnOneLine(t *testing.T) {
+	r := &Report{AllRuns: []Phase{{Row: "x", Timeline: &Timeline{Ms: []int64{0, 20}, HeapKiB: []int64{-3, 1e6}, LiveKiB: []int64{1, 2}, Marks: []Mark{{Name: markSynced, Ms: 20}}}}}}
+	b, err := r.json()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"heapKiB": [-3,1000000]`)) || !bytes.Contains(b, []byte("\n  \"allRuns\"")) {
+		t.Errorf("results.json:\n%s", b)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || back.AllRuns[0].Timeline.HeapKiB[1] != 1e6 || back.AllRuns[0].Timeline.Marks[0].Name != markSynced {
+		t.Errorf("results.json does not read back: %v, %+v", err, back.AllRuns)
+	}
+}
+
 func TestChildEnv(t *testing.T) {
 	env := childEnv([]string{"PATH=/bin", "GOGC=off", "GOMEMLIMIT=1", "KUBE_FEATURE_WatchListClient=true"}, 50, 1234, []string{"KUBE_FEATURE_WatchListClient=false"})
 	want := []string{"PATH=/bin", "GOGC=50", "GOMEMLIMIT=1234", "KUBE_FEATURE_WatchListClient=false"}
@@ -233,9 +262,9 @@ func TestChartIsValidSVG(t *testing.T) {
 	}
 }
 
-// smokeVariants are what TestSmoke runs besides the floor: those of them
-// this build has.
-const smokeVariants = "^(client-go-list|ours-listwatch|ours-listwatch-intern|ours-listwatch-churn10)$"
+// smokeVariants are what TestSmoke runs: every variant, so that none of
+// them breaks unnoticed.
+const smokeVariants = ""
 
 // TestSmoke runs the whole benchmark on a few objects against envtest, as
 // --kubeconfig: the children (this test binary, see TestMain) must sync,
@@ -286,9 +315,10 @@ func TestSmoke(t *testing.T) {
 		kind: roleBindings, objects: 30, runs: 1, pageSize: 7, limits: clientGoLimits, gogc: 100,
 		kubeconfig: writeAdminKubeconfig(t, cl.cfg),
 		variants:   smokeVariants,
-		out:        t.TempDir(), memLimit: true, touch: true, workers: 8, interval: 2 * time.Millisecond,
+		out:        t.TempDir(), publish: t.TempDir(), memLimit: false, touch: true, workers: 8, interval: 2 * time.Millisecond,
 		exe: os.Args[0], commandLine: "smoke",
-		relistDelay: 0, // the short-watch path of client-go's relist, to save time
+		relistDelay:      0, // the short-watch path of client-go's relist, to save time
+		timelineInterval: 5 * time.Millisecond,
 	}
 	var stdout, stderr bytes.Buffer
 	if err := run(ctx, o, &stdout, &stderr); err != nil {
@@ -306,10 +336,7 @@ func TestSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.MemLimit <= 0 {
-		t.Errorf("GOMEMLIMIT = %d, want one computed from the floor", rep.MemLimit)
-	}
-	selected, err := selectVariants(smokeVariants + "|^floor$")
+	selected, err := selectVariants(smokeVariants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,45 +344,68 @@ func TestSmoke(t *testing.T) {
 	for _, v := range selected {
 		wantRows = append(wantRows, v.rows()...)
 	}
-	if len(wantRows) < 4 {
-		t.Fatalf("smoke rows %v: want at least the floor and informers with their relists", wantRows)
+	if len(selected) != len(variants()) {
+		t.Fatalf("the smoke test runs %d of the %d variants", len(selected), len(variants()))
 	}
-	for _, lim := range []int64{0, rep.MemLimit} {
-		for _, name := range wantRows {
-			row, ok := rep.row(name, lim)
-			if !ok {
-				t.Errorf("no row %q with GOMEMLIMIT %d", name, lim)
-				continue
-			}
-			if m := row.Median; m.Objects < o.objects || m.SyncSeconds <= 0 || m.PeakRSS == 0 || m.BaselineHeap == 0 {
-				t.Errorf("row %q (limit %d) has implausible figures: %+v", name, lim, m)
-			}
-		}
-	}
+	checkRows(t, &rep, wantRows, []int64{0}, o.objects)
 	if row, _ := rep.row("floor", 0); row.Median.Requests.ListsWithContinue < 4 {
 		t.Errorf("the floor sent %+v, want >= 4 continues for 30+ objects in pages of 7", row.Median.Requests)
 	}
 	if row, _ := rep.row("client-go-list", 0); row.Median.SteadyHeap <= 0 {
 		t.Errorf("client-go-list keeps %d bytes above baseline, want a store", row.Median.SteadyHeap)
 	}
+	if rep.Provenance.Commit == "" || rep.Provenance.LoadAverageEnd == [3]float64{} {
+		t.Errorf("results.json lacks its provenance: %+v", rep.Provenance)
+	}
+	timelines := 0
+	for _, p := range rep.AllRuns {
+		v, err := findVariant(p.Row)
+		switch {
+		case err != nil || v.kind != informerKind: // relist rows and rows without an informer
+			if p.Timeline != nil {
+				t.Errorf("row %q has a timeline", p.Row)
+			}
+		case p.Timeline == nil || len(p.Timeline.Ms) < 2 || len(p.Timeline.Marks) == 0:
+			t.Errorf("informer row %q has no timeline: %+v", p.Row, p.Timeline)
+		default:
+			timelines++
+			if v.relist && len(p.Timeline.Marks) != 3 {
+				t.Errorf("relist row %q's timeline marks %+v, want synced, relist forced and relisted", p.Row, p.Timeline.Marks)
+			}
+		}
+	}
+	if timelines == 0 {
+		t.Error("no informer row has a timeline")
+	}
+	// The published copy is what hack/docgen reads: it must take it.
+	published := filepath.Join(o.publish, "results.json")
+	if b2, err := os.ReadFile(published); err != nil || !bytes.Equal(b, b2) {
+		t.Errorf("published results (%v) differ from results.json", err)
+	}
+	docs, err := benchdoc.Load(published)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := benchdoc.MemoryChart(docs); err != nil {
+		t.Errorf("docgen's chart from the smoke results: %v", err)
+	}
+	if h := benchdoc.Headline(docs); !strings.Contains(h, "`ours-stream relist` vs `client-go relist`") {
+		t.Errorf("docgen's headline from the smoke results lacks the relist line:\n%s", h)
+	}
 	md, err := os.ReadFile(filepath.Join(o.out, "results.md"))
 	if err != nil || string(md) != stdout.String() || !strings.Contains(string(md), "| client-go-list relist |") {
 		t.Errorf("results.md (err %v) differs from stdout or lacks the relist row:\n%s", err, md)
 	}
-	for _, chart := range []string{"chart.svg", "chart-memlimit.svg"} {
-		svg, err := os.ReadFile(filepath.Join(o.out, chart))
-		if err != nil || xml.Unmarshal(svg, new(struct{})) != nil {
-			t.Errorf("%s missing or not XML: %v", chart, err)
-		}
-	}
+	checkSVG(t, filepath.Join(o.out, "chart.svg"))
 
 	// The other kinds: the API server takes their objects as built (Pods
-	// with the status a kubelet sets), and a child lists them.
+	// with the status a kubelet sets), and a child lists them; the
+	// ConfigMaps' run also runs under the GOMEMLIMIT computed from the floor.
 	for _, k := range []objectKind{configMaps, pods} {
 		if _, err := populate(ctx, cs, k, 12, 8, newProgress(&log)); err != nil {
 			t.Fatalf("populate 12 %s: %v", k.title, err)
 		}
-		o.kind, o.objects, o.variants, o.memLimit, o.out = k, 12, "^ours-listwatch-intern$", false, t.TempDir()
+		o.kind, o.objects, o.variants, o.memLimit, o.out = k, 12, "^ours-listwatch-intern$", k.resource == configMaps.resource, t.TempDir()
 		o.pageSize, o.limits = -1, noLimits // the informer's own page sizes
 		stdout.Reset()
 		stderr.Reset()
@@ -365,6 +415,18 @@ func TestSmoke(t *testing.T) {
 		if !strings.Contains(stdout.String(), "| ours-listwatch-intern relist |") || !strings.Contains(stdout.String(), "12 bench "+k.title) {
 			t.Errorf("run --kind %s printed no interning rows for 12 %s:\n%s", k.resource, k.title, stdout.String())
 		}
+		if !o.memLimit {
+			continue
+		}
+		var limited Report
+		if b, err := os.ReadFile(filepath.Join(o.out, "results.json")); err != nil || json.Unmarshal(b, &limited) != nil {
+			t.Fatalf("results.json of the GOMEMLIMIT run: %v", err)
+		}
+		if limited.MemLimit <= 0 {
+			t.Errorf("GOMEMLIMIT = %d, want one computed from the floor", limited.MemLimit)
+		}
+		checkRows(t, &limited, []string{"floor", "ours-listwatch-intern", "ours-listwatch-intern relist"}, []int64{0, limited.MemLimit}, o.objects)
+		checkSVG(t, filepath.Join(o.out, "chart-memlimit.svg"))
 	}
 	p, err := cs.CoreV1().Pods(podNamespace(3)).Get(ctx, podName(3), metav1.GetOptions{})
 	if err != nil {
@@ -372,6 +434,32 @@ func TestSmoke(t *testing.T) {
 	}
 	if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) != 1 || len(p.ManagedFields) != 2 || p.OwnerReferences[0].Kind != "ReplicaSet" {
 		t.Errorf("pod %s/%s lacks its running status, owner or its 2 field managers: %+v", p.Namespace, p.Name, p)
+	}
+}
+
+// checkRows checks that rep has each of rows under each of limits, with
+// plausible figures for objects objects.
+func checkRows(t *testing.T, rep *Report, rows []string, limits []int64, objects int) {
+	t.Helper()
+	for _, lim := range limits {
+		for _, name := range rows {
+			row, ok := rep.row(name, lim)
+			if !ok {
+				t.Errorf("no row %q with GOMEMLIMIT %d", name, lim)
+				continue
+			}
+			if m := row.Median; m.Objects < objects || m.SyncSeconds <= 0 || m.PeakRSS == 0 || m.BaselineHeap == 0 {
+				t.Errorf("row %q (limit %d) has implausible figures: %+v", name, lim, m)
+			}
+		}
+	}
+}
+
+func checkSVG(t *testing.T, path string) {
+	t.Helper()
+	svg, err := os.ReadFile(path)
+	if err != nil || xml.Unmarshal(svg, new(struct{})) != nil {
+		t.Errorf("%s missing or not XML: %v", path, err)
 	}
 }
 

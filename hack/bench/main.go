@@ -14,6 +14,12 @@
 // variants) and counts the requests, so that every row can be checked
 // against the strategy it claims. Children use the client-side rate limit
 // users have (--limits; client-go's default rest.Config by default).
+//
+// Besides the tables, results.json holds where the run came from (commit,
+// dirty tree, every flag, machine, load averages), every run's figures and
+// each informer child's heap over time; --publish writes a copy where it is
+// committed (make bench: docs/benchmarks/), from which hack/docgen writes
+// the README's and docs/benchmarks.md's generated blocks and the chart.
 package main
 
 import (
