@@ -120,13 +120,13 @@ var impls = []struct {
 	}},
 }
 
-// filled returns a new store holding benchReadSize pods. Every
+// filled returns a new store holding benchReadSize() pods. Every
 // sub-benchmark builds its own, so that neither implementation inherits the
 // other's garbage or cache state.
 func filled(b *testing.B, newStore func() toolscache.Indexer) toolscache.Indexer {
 	b.Helper()
 	s := newStore()
-	for i := range benchReadSize {
+	for i := range benchReadSize() {
 		if err := s.Add(benchPod(i, "1")); err != nil {
 			b.Fatal(err)
 		}
@@ -135,10 +135,11 @@ func filled(b *testing.B, newStore func() toolscache.Indexer) toolscache.Indexer
 	return s
 }
 
-const benchReadSize = 10_000
+// benchReadSize is the store size of the read and write benchmarks.
+func benchReadSize() int { return benchsize.N(10_000) }
 
 func BenchmarkAdd(b *testing.B) {
-	pods := make([]*corev1.Pod, benchReadSize)
+	pods := make([]*corev1.Pod, benchReadSize())
 	for i := range pods {
 		pods[i] = benchPod(i, "1")
 	}
@@ -162,7 +163,7 @@ func BenchmarkAdd(b *testing.B) {
 // BenchmarkUpdate replaces stored pods with a newer version whose indexed
 // values are unchanged, the common update.
 func BenchmarkUpdate(b *testing.B) {
-	newer := make([]*corev1.Pod, benchReadSize)
+	newer := make([]*corev1.Pod, benchReadSize())
 	for i := range newer {
 		newer[i] = benchPod(i, "2")
 	}
@@ -179,7 +180,7 @@ func BenchmarkUpdate(b *testing.B) {
 }
 
 func BenchmarkGet(b *testing.B) {
-	keys := make([]string, benchReadSize)
+	keys := make([]string, benchReadSize())
 	for i := range keys {
 		keys[i] = benchKey(i)
 	}
@@ -200,7 +201,7 @@ func BenchmarkList(b *testing.B) {
 		b.Run(impl.name, func(b *testing.B) {
 			store := filled(b, impl.new)
 			for b.Loop() {
-				if len(store.List()) != benchReadSize {
+				if len(store.List()) != benchReadSize() {
 					b.Fatal("short list")
 				}
 			}
@@ -215,8 +216,8 @@ func BenchmarkByIndex(b *testing.B) {
 		value       func(i int) string
 		want        int
 	}{
-		{"namespace", toolscache.NamespaceIndex, benchNamespace, benchReadSize / benchNamespaces},
-		{"app", "app", func(i int) string { return "app-" + strconv.Itoa(i%(benchReadSize/podsPerApp)) }, podsPerApp},
+		{"namespace", toolscache.NamespaceIndex, benchNamespace, benchReadSize() / benchNamespaces},
+		{"app", "app", func(i int) string { return "app-" + strconv.Itoa(i%(benchReadSize()/podsPerApp)) }, podsPerApp},
 	} {
 		values := make([]string, 100)
 		for i := range values {

@@ -11,6 +11,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/leaninformer/leaninformer/internal/benchsize"
 	"github.com/leaninformer/leaninformer/internal/cputime"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 	"github.com/leaninformer/leaninformer/internal/testobjects"
@@ -24,7 +25,8 @@ import (
 //
 //	go test -run '^$' -bench 'Encoded' -benchmem ./pkg/cache/
 
-const encodedBenchN = 10_000
+// encodedBenchN is the store size of the encoded-store benchmarks.
+func encodedBenchN() int { return benchsize.N(10_000) }
 
 // storeImpls are the stores under comparison: client-go's indexer, ours
 // plain, and ours with the codec.
@@ -97,7 +99,7 @@ func BenchmarkEncodedStoreSize(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					base := memstat.HeapAfterGC()
 					s := impl.new(toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-					for i := range encodedBenchN {
+					for i := range encodedBenchN() {
 						o := pop.Object(i)
 						if managedFields == "stripped" {
 							o.(metav1.Object).SetManagedFields(nil)
@@ -106,7 +108,7 @@ func BenchmarkEncodedStoreSize(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					perObject := float64(memstat.HeapAfterGC()-base) / encodedBenchN
+					perObject := float64(memstat.HeapAfterGC()-base) / float64(encodedBenchN())
 					for b.Loop() {
 					}
 					b.ReportMetric(perObject, "store-B/object")
@@ -151,15 +153,15 @@ func BenchmarkEncodedRead(b *testing.B) {
 			return []any{o}, err
 		}},
 		{"op=ByIndex-1", 1, func(s toolscache.Indexer, i int) ([]any, error) {
-			return s.ByIndex("one", strconv.Itoa(i%encodedBenchN))
+			return s.ByIndex("one", strconv.Itoa(i%encodedBenchN()))
 		}},
 		{"op=ByIndex-100", 100, func(s toolscache.Indexer, i int) ([]any, error) {
-			return s.ByIndex("group100", strconv.Itoa(i%(encodedBenchN/100)))
+			return s.ByIndex("group100", strconv.Itoa(i%(encodedBenchN()/100)))
 		}},
 		{"op=ByIndex-namespace", 1000, func(s toolscache.Indexer, i int) ([]any, error) {
 			return s.ByIndex(toolscache.NamespaceIndex, namespaces[i%len(namespaces)])
 		}},
-		{"op=List-all", encodedBenchN, func(s toolscache.Indexer, _ int) ([]any, error) { return s.List(), nil }},
+		{"op=List-all", encodedBenchN(), func(s toolscache.Indexer, _ int) ([]any, error) { return s.List(), nil }},
 	}
 	for _, kind := range testobjects.Kinds {
 		pop := testobjects.NewPopulation(b, kind)
@@ -173,7 +175,7 @@ func BenchmarkEncodedRead(b *testing.B) {
 			{"impl=leaninformer-zstd", storeImpls[3].new, false},
 		} {
 			s := impl.new(readIndexers())
-			fillStore(b, s, pop, encodedBenchN)
+			fillStore(b, s, pop, encodedBenchN())
 			keysOf[s] = s.ListKeys()
 			namespaces = s.ListIndexFuncValues(toolscache.NamespaceIndex)
 			for _, r := range reads {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/leaninformer/leaninformer/internal/benchsize"
 	"github.com/leaninformer/leaninformer/internal/cputime"
 	"github.com/leaninformer/leaninformer/internal/testenv"
 	"github.com/leaninformer/leaninformer/pkg/informer"
@@ -50,12 +51,12 @@ func BenchmarkReadsThroughControllerRuntime(b *testing.B) {
 		}},
 		{"op=List-1-label", 1, func(ctx context.Context, c crcache.Cache, i int) (int, error) {
 			var l corev1.ConfigMapList
-			err := c.List(ctx, &l, client.MatchingLabels{"one": fmt.Sprint(i % crBenchObjects)})
+			err := c.List(ctx, &l, client.MatchingLabels{"one": fmt.Sprint(i % crBenchObjects())})
 			return len(l.Items), err
 		}},
 		{"op=List-100-label", 100, func(ctx context.Context, c crcache.Cache, i int) (int, error) {
 			var l corev1.ConfigMapList
-			err := c.List(ctx, &l, client.MatchingLabels{"hundred": fmt.Sprint(i % (crBenchObjects / 100))})
+			err := c.List(ctx, &l, client.MatchingLabels{"hundred": fmt.Sprint(i % (crBenchObjects() / 100))})
 			return len(l.Items), err
 		}},
 		{"op=List-100-namespace", 100, func(ctx context.Context, c crcache.Cache, i int) (int, error) {
@@ -63,12 +64,12 @@ func BenchmarkReadsThroughControllerRuntime(b *testing.B) {
 			err := c.List(ctx, &l, client.InNamespace(crBenchNamespace(i)))
 			return len(l.Items), err
 		}},
-		{"op=List-all", crBenchObjects, func(ctx context.Context, c crcache.Cache, _ int) (int, error) {
+		{"op=List-all", crBenchObjects(), func(ctx context.Context, c crcache.Cache, _ int) (int, error) {
 			var l corev1.ConfigMapList
 			err := c.List(ctx, &l, client.MatchingLabels{"bench": "cr-read"})
 			return len(l.Items), err
 		}},
-		{"op=List-all-no-selector", crBenchObjects, func(ctx context.Context, c crcache.Cache, _ int) (int, error) {
+		{"op=List-all-no-selector", crBenchObjects(), func(ctx context.Context, c crcache.Cache, _ int) (int, error) {
 			var l corev1.ConfigMapList
 			err := c.List(ctx, &l)
 			return len(l.Items), err
@@ -94,7 +95,7 @@ func BenchmarkReadsThroughControllerRuntime(b *testing.B) {
 				start := cputime.Process()
 				for i := 0; b.Loop(); i++ {
 					n, err := r.read(ctx, c, i)
-					if err != nil || (n != r.want && r.want != crBenchObjects) || n < r.want {
+					if err != nil || (n != r.want && r.want != crBenchObjects()) || n < r.want {
 						b.Fatalf("read %d objects, want %d (%v)", n, r.want, err)
 					}
 					objects += n
@@ -110,10 +111,11 @@ func BenchmarkReadsThroughControllerRuntime(b *testing.B) {
 	}
 }
 
-const crBenchObjects = 10_000
+// crBenchObjects is the number of ConfigMaps the controller-runtime read benchmark caches.
+func crBenchObjects() int { return benchsize.N(10_000) }
 
-func crBenchNamespace(i int) string { return fmt.Sprintf("cr-read-%03d", (i%crBenchObjects)/100) }
-func crBenchName(i int) string      { return fmt.Sprintf("cm-%05d", i%crBenchObjects) }
+func crBenchNamespace(i int) string { return fmt.Sprintf("cr-read-%03d", (i%crBenchObjects())/100) }
+func crBenchName(i int) string      { return fmt.Sprintf("cm-%05d", i%crBenchObjects()) }
 
 // crBenchServer starts envtest for the benchmark, stopped when it ends, and
 // creates the objects: 100 namespaces of 100 ConfigMaps, labelled for the
@@ -154,7 +156,7 @@ func crBenchPopulate(cfg *rest.Config) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	for n := range crBenchObjects / 100 {
+	for n := range crBenchObjects() / 100 {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: crBenchNamespace(n * 100)}}
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return err
@@ -164,7 +166,7 @@ func crBenchPopulate(cfg *rest.Config) error {
 	errs := make(chan error, 16)
 	for w := range 16 {
 		wg.Go(func() {
-			for i := w; i < crBenchObjects; i += 16 {
+			for i := w; i < crBenchObjects(); i += 16 {
 				cm := &corev1.ConfigMap{
 					ObjectMeta: metav1.ObjectMeta{Namespace: crBenchNamespace(i), Name: crBenchName(i), Labels: map[string]string{
 						"bench": "cr-read", "one": fmt.Sprint(i), "hundred": fmt.Sprint(i / 100),
