@@ -369,8 +369,8 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("informer row %q has no timeline: %+v", p.Row, p.Timeline)
 		default:
 			timelines++
-			if v.relist && len(p.Timeline.Marks) != 3 {
-				t.Errorf("relist row %q's timeline marks %+v, want synced, relist forced and relisted", p.Row, p.Timeline.Marks)
+			if v.relist && (len(p.Timeline.Marks) != 3 || len(p.Timeline.Resumed) != 1) {
+				t.Errorf("relist row %q's timeline marks %+v and resumes at %v, want synced, relist forced and relisted, and one pause", p.Row, p.Timeline.Marks, p.Timeline.Resumed)
 			}
 		}
 	}

@@ -215,6 +215,7 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 	}
 	syncedAt := time.Now()
 	c.timeline.mark(markSynced)
+	c.timeline.pause()
 	p := w.stop(base, c.v.name)
 
 	total, err := c.countObjects(inf.GetStore().List())
@@ -252,6 +253,7 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 // handler has counted them all.
 func (c *child) relist(ctx context.Context, base baseline, inf toolscache.SharedIndexInformer, h *countingHandler, objects int) (Phase, error) {
 	memstat.HeapAfterGC() // start from the steady heap
+	c.timeline.resume()
 	before := c.requests.Counts()
 	want := counts{updates: int64(objects - c.opts.churnDeleted), adds: int64(c.opts.churnCreated), deletes: int64(c.opts.churnDeleted)}
 	done := h.expect(want)

@@ -9,7 +9,10 @@ import (
 // Timeline is the heap over an informer child's life, from the informer's
 // start through its initial sync and, for relist variants, the forced
 // relist: what the memory-over-time chart draws. Sizes are KiB above the
-// child's baseline heap, at Ms milliseconds after the start.
+// child's baseline heap, at Ms milliseconds after the start. Sampling pauses
+// between the sync and the relist, while the child checks its store (which
+// decodes every object of an encoded store), so that the timeline shows the
+// informer's memory, not the benchmark's.
 type Timeline struct {
 	Ms []int64 `json:"ms"`
 	// HeapKiB is the size of heap objects, garbage included.
@@ -19,6 +22,8 @@ type Timeline struct {
 	LiveKiB []int64 `json:"liveKiB"`
 	// Marks are the moments the child reached a step.
 	Marks []Mark `json:"marks"`
+	// Resumed holds the indices of the samples taken first after a pause.
+	Resumed []int `json:"resumed,omitempty"`
 }
 
 // Mark is one step of a child's life on its Timeline.
@@ -41,8 +46,9 @@ type timelineRecorder struct {
 	stop     chan struct{}
 	done     chan struct{}
 
-	mu sync.Mutex
-	tl Timeline
+	mu     sync.Mutex
+	paused bool
+	tl     Timeline
 }
 
 // startTimeline samples every interval from now on; sizes are relative to
@@ -72,6 +78,9 @@ func (r *timelineRecorder) sample(samples []metrics.Sample) {
 	kib := func(b uint64) int64 { return (int64(b) - int64(r.baseline)) >> 10 }
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.paused {
+		return
+	}
 	r.tl.Ms = append(r.tl.Ms, time.Since(r.start).Milliseconds())
 	r.tl.HeapKiB = append(r.tl.HeapKiB, kib(samples[0].Value.Uint64()))
 	r.tl.LiveKiB = append(r.tl.LiveKiB, kib(samples[1].Value.Uint64()))
@@ -84,7 +93,24 @@ func (r *timelineRecorder) mark(name string) {
 	r.tl.Marks = append(r.tl.Marks, Mark{Name: name, Ms: time.Since(r.start).Milliseconds()})
 }
 
-// finish stops sampling after a last sample and returns the timeline.
+// pause stops recording samples until resume.
+func (r *timelineRecorder) pause() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.paused = true
+}
+
+// resume records samples again, from one taken now.
+func (r *timelineRecorder) resume() {
+	r.mu.Lock()
+	r.paused = false
+	r.tl.Resumed = append(r.tl.Resumed, len(r.tl.Ms))
+	r.mu.Unlock()
+	r.sample([]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}})
+}
+
+// finish stops sampling after a last sample (unless paused) and returns
+// the timeline.
 func (r *timelineRecorder) finish() *Timeline {
 	close(r.stop)
 	<-r.done

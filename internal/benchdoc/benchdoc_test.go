@@ -42,7 +42,7 @@ func TestReplaceBlock(t *testing.T) {
 func results() *Results {
 	tl := func(peak int64) *Timeline {
 		return &Timeline{Ms: []int64{0, 20, 40, 60}, HeapKiB: []int64{0, peak, 2048, 4096}, LiveKiB: []int64{0, 1024, 1024, 2048},
-			Marks: []Mark{{Name: "synced", Ms: 20}, {Name: "relist forced", Ms: 40}, {Name: "relisted", Ms: 60}}}
+			Marks: []Mark{{Name: "synced", Ms: 20}, {Name: "relist forced", Ms: 40}, {Name: "relisted", Ms: 60}}, Resumed: []int{2}}
 	}
 	row := func(name string, heap, live, steady int64, sync float64) Row {
 		return Row{Name: name, Desc: "desc of " + name, Runs: 1, Median: Phase{Row: name, PeakHeap: heap << 20, PeakLive: live << 20, SteadyHeap: steady << 20, SyncSeconds: sync}}
@@ -97,8 +97,12 @@ func TestMemoryChart(t *testing.T) {
 	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
 		t.Fatalf("chart is not well-formed XML: %v", err)
 	}
-	if n := strings.Count(string(svg), "<polyline"); n != 4 {
-		t.Errorf("chart has %d lines, want heap and live of 2 informers", n)
+	if n := strings.Count(string(svg), "<polyline"); n != 8 {
+		t.Errorf("chart has %d lines, want heap and live of 2 informers, before and after the pause", n)
+	}
+	r.AllRuns[0].Timeline.Resumed = []int{5}
+	if err := r.check(); err == nil {
+		t.Error("a timeline resuming past its samples passed the check")
 	}
 	r.AllRuns = r.AllRuns[:2]
 	if _, err := MemoryChart(r); err == nil {

@@ -78,7 +78,7 @@ func MemoryChart(r *Results) ([]byte, error) {
 	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">%s</text>`+"\n",
 		html.EscapeString(fmt.Sprintf("make bench at %s, %s, GOGC=%d; of each informer the run with the median initial-sync peak", commit, date, r.GOGC)))
 	fmt.Fprintf(&b, `<text x="10" y="56" fill="#555">%s</text>`+"\n",
-		html.EscapeString("solid: sampled heap (garbage included); dotted: live heap the last GC marked; ● synced; ▼ relist forced (410 Gone)"))
+		html.EscapeString("solid: sampled heap (garbage included); dotted: live heap the last GC marked; ● synced; ▼ relist forced (410 Gone); not sampled while the benchmark checks the store"))
 	for i, l := range lines {
 		lx := 10 + i*290
 		fmt.Fprintf(&b, `<line x1="%d" y1="78" x2="%d" y2="78" stroke="%s" stroke-width="3"/><text x="%d" y="82">%s</text>`+"\n", lx, lx+24, l.color, lx+30, html.EscapeString(l.label))
@@ -95,8 +95,11 @@ func MemoryChart(r *Results) ([]byte, error) {
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">seconds since the informer started</text>`+"\n", left+int(plotW)/2, height-10)
 	for _, l := range lines {
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", l.color, points(l.tl.Ms, l.tl.HeapKiB, x, y))
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="2 3" points="%s"/>`+"\n", l.color, points(l.tl.Ms, l.tl.LiveKiB, x, y))
+		for _, seg := range segments(l.tl) {
+			ms := l.tl.Ms[seg[0]:seg[1]]
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", l.color, points(ms, l.tl.HeapKiB[seg[0]:seg[1]], x, y))
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="2 3" points="%s"/>`+"\n", l.color, points(ms, l.tl.LiveKiB[seg[0]:seg[1]], x, y))
+		}
 		for _, m := range l.tl.Marks {
 			mx, my := x(m.Ms), y(heapAt(l.tl, m.Ms))
 			switch m.Name {
@@ -109,6 +112,23 @@ func MemoryChart(r *Results) ([]byte, error) {
 	}
 	b.WriteString("</svg>\n")
 	return []byte(b.String()), nil
+}
+
+// segments are the [start, end) index ranges of tl's samples taken without
+// a pause.
+func segments(tl *Timeline) [][2]int {
+	var segs [][2]int
+	start := 0
+	for _, i := range tl.Resumed {
+		if i > start && i <= len(tl.Ms) {
+			segs = append(segs, [2]int{start, i})
+			start = i
+		}
+	}
+	if start < len(tl.Ms) {
+		segs = append(segs, [2]int{start, len(tl.Ms)})
+	}
+	return segs
 }
 
 func points(ms, kib []int64, x func(int64) float64, y func(int64) float64) string {

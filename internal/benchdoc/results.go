@@ -101,6 +101,9 @@ type Timeline struct {
 	HeapKiB []int64 `json:"heapKiB"`
 	LiveKiB []int64 `json:"liveKiB"`
 	Marks   []Mark  `json:"marks"`
+	// Resumed holds the indices of the samples taken first after a pause
+	// in sampling: the chart does not join them to the samples before.
+	Resumed []int `json:"resumed,omitempty"`
 }
 
 // Mark is a step of a child's life on its timeline.
@@ -142,6 +145,9 @@ func (r *Results) check() error {
 	for _, p := range r.AllRuns {
 		if tl := p.Timeline; tl != nil && (len(tl.Ms) != len(tl.HeapKiB) || len(tl.Ms) != len(tl.LiveKiB)) {
 			return errors.New("a timeline of row " + p.Row + " has arrays of different lengths")
+		}
+		if tl := p.Timeline; tl != nil && slices.ContainsFunc(tl.Resumed, func(i int) bool { return i < 0 || i > len(tl.Ms) }) {
+			return errors.New("a timeline of row " + p.Row + " resumes at a sample it does not have")
 		}
 	}
 	return nil
