@@ -17,6 +17,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/leaninformer/leaninformer/internal/benchsize"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
@@ -47,7 +48,7 @@ import (
 //	go test -run '^$' -bench 'Scale/N=(10000|100000)$/' -benchtime 1x ./pkg/informer/
 //	go test -run '^$' -bench 'Scale/N=1000000$/' -benchtime 1x -timeout 60m ./pkg/informer/
 func BenchmarkScale(b *testing.B) {
-	for _, n := range []int{10_000, 100_000, 1_000_000} {
+	for _, n := range benchsize.Sizes(10_000, 100_000, 1_000_000) {
 		for _, limited := range []bool{true, false} {
 			for _, v := range scaleVariants() {
 				limits := "none"
