@@ -318,7 +318,7 @@ func (r *Report) markdown() string {
 		fmt.Fprintf(&b, "- `%s`: %s\n", row.Name, row.Desc)
 	}
 	if len(r.Goals) > 0 {
-		b.WriteString("\n### Goals of issues 7, 10, 13 and 14 (ours / theirs, measured in this run)\n\n| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
+		b.WriteString("\n### Goals (ours / theirs, measured in this run)\n\n| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
 		for _, g := range r.Goals {
 			met := "no"
 			if g.Met {
