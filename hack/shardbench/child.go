@@ -46,7 +46,7 @@ const (
 
 type childOptions struct {
 	kubeconfig, impl, group, identity, leaseNamespace string
-	objects, concurrency                              int
+	objects, concurrency, qps, burst                  int
 	work, leaseDuration, renewDeadline, renewInterval time.Duration
 }
 
@@ -86,6 +86,8 @@ func childMain(args []string) int {
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", "", "")
 	fs.IntVar(&o.objects, "objects", 0, "")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "")
+	fs.IntVar(&o.qps, "qps", 5, "")
+	fs.IntVar(&o.burst, "burst", 10, "")
 	fs.DurationVar(&o.work, "work", 2*time.Millisecond, "")
 	fs.DurationVar(&o.leaseDuration, "lease-duration", shard.DefaultLeaseDuration, "")
 	fs.DurationVar(&o.renewDeadline, "renew-deadline", shard.DefaultRenewDeadline, "")
@@ -107,8 +109,9 @@ func runReplica(o childOptions) error {
 	if err != nil {
 		return err
 	}
-	// Client-side rate limits as controller-runtime's GetConfig sets them.
-	cfg.QPS, cfg.Burst = 20, 30
+	// The client-side rate limit the parent was given (--qps/--burst;
+	// client-go's defaults unless told otherwise).
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	base := memstat.HeapAfterGC()
 
 	opts := ctrl.Options{

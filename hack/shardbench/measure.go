@@ -118,8 +118,8 @@ func (b *bench) report() error {
 		}
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "%d ConfigMaps of about 1 KiB; reconciles wait %v each, %d at a time per replica; default Lease durations (15 s).\n\n",
-		b.o.objects, b.o.work, b.o.concurrency)
+	fmt.Fprintf(&md, "%d ConfigMaps of about 1 KiB; reconciles wait %v each, %d at a time per replica; client rate limit QPS %d, burst %d per replica (--qps/--burst); default Lease durations (15 s).\n\n",
+		b.o.objects, b.o.work, b.o.concurrency, b.o.qps, b.o.burst)
 	md.WriteString("| setup | filtering | replicas | store per replica, MiB (max / mean) | max x N / unsharded | slowest store holding its share | all reconciled after | objects reconciled per second from the start |\n")
 	md.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, rw := range b.rows {

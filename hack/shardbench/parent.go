@@ -34,9 +34,11 @@ type parentOptions struct {
 	handover    []int
 	work        time.Duration
 	concurrency int
-	out         string
-	workers     int
-	timeout     time.Duration
+	// qps and burst are every replica's client-side rate limit.
+	qps, burst int
+	out        string
+	workers    int
+	timeout    time.Duration
 }
 
 func parentMain(args []string) error {
@@ -47,6 +49,8 @@ func parentMain(args []string) error {
 	handover := fs.String("handover", "2,4", "replica counts of the hand-over rows (one replica killed); empty for none")
 	fs.DurationVar(&o.work, "work", 2*time.Millisecond, "time each reconcile waits, standing for its requests")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "MaxConcurrentReconciles of every replica")
+	fs.IntVar(&o.qps, "qps", 5, "client-side QPS of every replica (default: client-go's rest.Config default)")
+	fs.IntVar(&o.burst, "burst", 10, "client-side burst of every replica (default: client-go's rest.Config default)")
 	fs.StringVar(&o.out, "out", "_output/shardbench", "folder for results.md, results.json and the replicas' logs")
 	fs.IntVar(&o.workers, "populate-workers", 32, "concurrent requests while populating")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long a row may take to settle")
@@ -269,6 +273,7 @@ func (b *bench) startReplica(impl, group, id string, leaseDuration time.Duration
 	}
 	cmd := exec.Command(os.Args[0], childFlag, "--kubeconfig", b.kubeconfig, "--impl", impl, "--group", group, "--identity", id,
 		"--lease-namespace", leaseNamespace, "--objects", strconv.Itoa(b.o.objects), "--concurrency", strconv.Itoa(b.o.concurrency),
+		"--qps", strconv.Itoa(b.o.qps), "--burst", strconv.Itoa(b.o.burst),
 		"--work", b.o.work.String(), "--lease-duration", leaseDuration.String(), "--renew-deadline", renewDeadline.String(),
 		"--renew-interval", renewInterval.String())
 	logFile, err := os.Create(filepath.Join(b.o.out, group+"-"+id+".log"))
