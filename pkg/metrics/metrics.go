@@ -151,6 +151,33 @@ type Recorder struct {
 
 	shardMu        sync.Mutex
 	shardFiltering string // this informer's share of leaninformer_shard_informers
+
+	// The series every live event moves, looked up once each: With hashes
+	// the labels on every call, and a busy informer applies tens of
+	// thousands of events a second. Each is created when first moved, as
+	// With would, so that no series shows before it means something.
+	resourceVersion, lastEvent, storeObjectsSeries cachedGauge
+	events                                         sync.Map // event type -> prometheus.Counter
+}
+
+// cachedGauge is one series of a gauge vector, looked up on first use.
+type cachedGauge struct {
+	once sync.Once
+	g    prometheus.Gauge
+}
+
+func (c *cachedGauge) get(v *prometheus.GaugeVec, labels prometheus.Labels) prometheus.Gauge {
+	c.once.Do(func() { c.g = v.With(labels) })
+	return c.g
+}
+
+// eventCounter returns the watch_events_total series of event type typ.
+func (r *Recorder) eventCounter(typ string) prometheus.Counter {
+	if c, ok := r.events.Load(typ); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := r.events.LoadOrStore(typ, r.m.watchEvents.With(r.with("type", typ)))
+	return c.(prometheus.Counter)
 }
 
 func (r *Recorder) with(extra ...string) prometheus.Labels {
@@ -224,7 +251,7 @@ func (r *Recorder) SetStoreObjects(n int64) {
 		return
 	}
 	old := r.storeObjects.Swap(n)
-	r.m.storeObjects.With(r.labels).Add(float64(n - old))
+	r.storeObjectsSeries.get(r.m.storeObjects, r.labels).Add(float64(n - old))
 }
 
 // AddStoreObjects moves this informer's share of store_objects by delta.
@@ -233,7 +260,7 @@ func (r *Recorder) AddStoreObjects(delta int64) {
 		return
 	}
 	r.storeObjects.Add(delta)
-	r.m.storeObjects.With(r.labels).Add(float64(delta))
+	r.storeObjectsSeries.get(r.m.storeObjects, r.labels).Add(float64(delta))
 }
 
 func (r *Recorder) setBuffer(n int64) {
@@ -265,7 +292,7 @@ func (r *Recorder) Event(typ, rv string, at time.Time) {
 	if r == nil {
 		return
 	}
-	r.m.watchEvents.With(r.with("type", typ)).Inc()
+	r.eventCounter(typ).Inc()
 	r.ResourceVersion(rv, at)
 }
 
@@ -276,9 +303,9 @@ func (r *Recorder) ResourceVersion(rv string, at time.Time) {
 		return
 	}
 	if v, ok := ParseResourceVersion(rv); ok {
-		r.m.resourceVersion.With(r.labels).Set(v)
+		r.resourceVersion.get(r.m.resourceVersion, r.labels).Set(v)
 	}
-	r.m.lastEvent.With(r.labels).Set(float64(at.UnixNano()) / 1e9)
+	r.lastEvent.get(r.m.lastEvent, r.labels).Set(float64(at.UnixNano()) / 1e9)
 }
 
 // Fallback counts a fallback from streaming to paginated LISTs.

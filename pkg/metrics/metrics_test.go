@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -125,5 +126,51 @@ func TestParseResourceVersion(t *testing.T) {
 		if _, ok := ParseResourceVersion(rv); ok {
 			t.Errorf("ParseResourceVersion(%q) ok, want not a number", rv)
 		}
+	}
+}
+
+// The series a live event moves are looked up once and then reused; the
+// counts must still land on the right type, and a series must not show
+// before it is first moved.
+func TestEventSeriesAreCountedByType(t *testing.T) {
+	m := New()
+	r := m.Informer(configMaps)
+	if n := testutil.CollectAndCount(m.watchEvents); n != 0 {
+		t.Fatalf("watch_events_total has %d series before any event, want 0", n)
+	}
+	if n := testutil.CollectAndCount(m.lastEvent); n != 0 {
+		t.Fatalf("last_event_timestamp_seconds has %d series before any event, want 0", n)
+	}
+	for i, typ := range []string{"added", "modified", "modified", "deleted", "modified"} {
+		r.Event(typ, strconv.Itoa(10+i), time.Now())
+	}
+	for typ, want := range map[string]float64{"added": 1, "modified": 3, "deleted": 1} {
+		if got := testutil.ToFloat64(m.watchEvents.With(r.with("type", typ))); got != want {
+			t.Errorf("watch_events_total{type=%q} = %v, want %v", typ, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(m.resourceVersion.With(r.labels)); got != 14 {
+		t.Errorf("last_resource_version = %v, want 14", got)
+	}
+	r.AddStoreObjects(5)
+	r.AddStoreObjects(-2)
+	if got := testutil.ToFloat64(m.storeObjects.With(r.labels)); got != 3 {
+		t.Errorf("store_objects = %v, want 3", got)
+	}
+	r.Close()
+	if got := testutil.ToFloat64(m.storeObjects.With(r.labels)); got != 0 {
+		t.Errorf("store_objects after Close = %v, want 0", got)
+	}
+}
+
+// BenchmarkRecorderEvent is what the metrics cost an informer per live
+// event (its Event and its store count).
+func BenchmarkRecorderEvent(b *testing.B) {
+	r := New().Informer(configMaps)
+	at := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Event("modified", "123456", at)
+		r.AddStoreObjects(1)
 	}
 }
