@@ -57,7 +57,7 @@ const (
 	opCloseWatches         // no operand
 	opExpiredEvent         // no operand: a 410 ERROR event on open watches
 	opInternalEvent        // no operand: a 500 ERROR event on open watches
-	opCompact              // no operand; a sync first unless ListWatch
+	opCompact              // no operand: compacts the fake server's history
 	opFailRequest          // fault byte: the next LIST or WATCH fails
 	opBookmark             // no operand
 	opFailConsumer         // no operand: the consumer fails its next event
