@@ -1,7 +1,6 @@
 package benchdoc
 
 import (
-	"encoding/json"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -9,6 +8,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,23 +40,23 @@ func TestReplaceBlock(t *testing.T) {
 }
 
 // results is a small results file as hack/bench writes one.
-func results() *Results {
-	tl := func(peak int64) *Timeline {
-		return &Timeline{Ms: []int64{0, 20, 40, 60}, HeapKiB: []int64{0, peak, 2048, 4096}, LiveKiB: []int64{0, 1024, 1024, 2048},
-			Marks: []Mark{{Name: "synced", Ms: 20}, {Name: "relist forced", Ms: 40}, {Name: "relisted", Ms: 60}}, Resumed: []int{2}}
+func results() *benchresults.Results {
+	tl := func(peak int64) *benchresults.Timeline {
+		return &benchresults.Timeline{Ms: []int64{0, 20, 40, 60}, HeapKiB: []int64{0, peak, 2048, 4096}, LiveKiB: []int64{0, 1024, 1024, 2048},
+			Marks: []benchresults.Mark{{Name: "synced", Ms: 20}, {Name: "relist forced", Ms: 40}, {Name: "relisted", Ms: 60}}, Resumed: []int{2}}
 	}
-	row := func(name string, heap, live, steady int64, sync float64) Row {
-		return Row{Name: name, Desc: "desc of " + name, Runs: 1, Median: Phase{Row: name, PeakHeap: heap << 20, PeakLive: live << 20, SteadyHeap: steady << 20, SyncSeconds: sync}}
+	row := func(name string, heap, live, steady int64, sync float64) benchresults.Row {
+		return benchresults.Row{Name: name, Desc: "desc of " + name, Runs: 1, Median: benchresults.Phase{Row: name, PeakHeap: heap << 20, PeakLive: live << 20, SteadyHeap: steady << 20, SyncSeconds: sync}}
 	}
-	return &Results{
-		Provenance: Provenance{Commit: "0123456789abcdef0123", Dirty: true, Flags: map[string]string{"runs": "1", "variants": "a|b"},
+	return &benchresults.Results{
+		Provenance: benchresults.Provenance{Commit: "0123456789abcdef0123", Dirty: true, Flags: map[string]string{"runs": "1", "variants": "a|b"},
 			LoadAverageStart: [3]float64{1.5, 1, 1}, LoadAverageEnd: [3]float64{2.5, 1, 1}, Note: "noisy"},
 		Command: "bench --runs 1", Kind: "rolebindings", Date: "2026-12-01T13:00:00Z", ServerVersion: "v1.37.2",
-		Machine: Machine{CPU: "cpu", Cores: 2, MemoryGiB: 24, Kernel: "6", Go: "go1.26"}, Objects: 100, TotalObjects: 107, PageSize: -1, GOGC: 100, Runs: 1,
-		Rows: []Row{row("client-go", 40, 30, 20, 1), row("ours-stream", 38, 24, 18, 1.2), row("client-go relist", 80, 60, 20, 1), row("ours-stream relist", 50, 30, 20, 0.9)},
-		Goals: []Goal{{Goal: "relist: marked-live peak vs client-go", Ours: "ours-stream relist", Theirs: "client-go relist", Ratio: 0.5, Target: 0.55, Met: true},
+		Machine: benchresults.Machine{CPU: "cpu", Cores: 2, MemoryGiB: 24, Kernel: "6", Go: "go1.26"}, Objects: 100, TotalObjects: 107, PageSize: -1, GOGC: 100, Runs: 1,
+		Rows: []benchresults.Row{row("client-go", 40, 30, 20, 1), row("ours-stream", 38, 24, 18, 1.2), row("client-go relist", 80, 60, 20, 1), row("ours-stream relist", 50, 30, 20, 0.9)},
+		Goals: []benchresults.Goal{{Goal: "relist: marked-live peak vs client-go", Ours: "ours-stream relist", Theirs: "client-go relist", Ratio: 0.5, Target: 0.55, Met: true},
 			{Goal: "time to sync vs client-go", Ours: "ours-stream", Theirs: "client-go", Ratio: 1.2, Target: 1.1}},
-		AllRuns: []Phase{
+		AllRuns: []benchresults.Phase{
 			{Row: "client-go", PeakHeap: 40 << 20, Timeline: tl(40 << 10)}, {Row: "client-go relist"},
 			{Row: "ours-stream", PeakHeap: 38 << 20, Timeline: tl(38 << 10)}, {Row: "ours-stream relist"},
 		},
@@ -101,7 +102,7 @@ func TestMemoryChart(t *testing.T) {
 		t.Errorf("chart has %d lines, want heap and live of 2 informers, before and after the pause", n)
 	}
 	r.AllRuns[0].Timeline.Resumed = []int{5}
-	if err := r.check(); err == nil {
+	if err := check(r); err == nil {
 		t.Error("a timeline resuming past its samples passed the check")
 	}
 	r.AllRuns = r.AllRuns[:2]
@@ -133,7 +134,11 @@ func TestGenerateAndLoad(t *testing.T) {
 	if _, err := Generate(root, DefaultLayout); err == nil || !strings.Contains(err.Error(), "provenance.commit") {
 		t.Errorf("Generate from an incomplete file: %v, want an error naming what is missing", err)
 	}
-	b, err := jsonOf(results())
+	must(os.WriteFile(js, []byte(`{"command": "x", "commitSha": "0123"}`), 0o644))
+	if _, err := Generate(root, DefaultLayout); err == nil || !strings.Contains(err.Error(), `unknown field "commitSha"`) {
+		t.Errorf("Generate from a file with a field the schema lacks: %v, want an error naming it", err)
+	}
+	b, err := benchresults.Encode(results())
 	must(err)
 	must(os.WriteFile(js, b, 0o644))
 	files, err := Generate(root, DefaultLayout)
@@ -147,5 +152,3 @@ func TestGenerateAndLoad(t *testing.T) {
 		t.Errorf("Generate into a README without blocks: %v, want an error naming it", err)
 	}
 }
-
-func jsonOf(r *Results) ([]byte, error) { return json.Marshal(r) }

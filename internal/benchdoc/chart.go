@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
 
 // chartSeries are the informers the memory-over-time chart draws, when the
@@ -19,8 +21,8 @@ var chartSeries = []struct{ row, label, color string }{
 // medianTimeline returns the timeline of row's run without GOMEMLIMIT whose
 // initial-sync peak heap is the median of the runs (the lower middle one
 // for an even count).
-func (r *Results) medianTimeline(row string) *Timeline {
-	var runs []Phase
+func medianTimeline(r *benchresults.Results, row string) *benchresults.Timeline {
+	var runs []benchresults.Phase
 	for _, p := range r.AllRuns {
 		if p.Row == row && p.MemLimit == 0 && p.Timeline != nil && len(p.Timeline.Ms) > 0 {
 			runs = append(runs, p)
@@ -29,7 +31,7 @@ func (r *Results) medianTimeline(row string) *Timeline {
 	if len(runs) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(runs, func(a, b Phase) int { return int(a.PeakHeap - b.PeakHeap) })
+	slices.SortStableFunc(runs, func(a, b benchresults.Phase) int { return int(a.PeakHeap - b.PeakHeap) })
 	return runs[(len(runs)-1)/2].Timeline
 }
 
@@ -37,14 +39,14 @@ func (r *Results) medianTimeline(row string) *Timeline {
 // run has) as SVG: the sampled heap solid, the marked live heap dotted, a
 // dot where each synced and a triangle where its relist was forced. It
 // fails when the run has no timeline of client-go's informer and ours.
-func MemoryChart(r *Results) ([]byte, error) {
+func MemoryChart(r *benchresults.Results) ([]byte, error) {
 	type line struct {
 		label, color string
-		tl           *Timeline
+		tl           *benchresults.Timeline
 	}
 	var lines []line
 	for _, s := range chartSeries {
-		if tl := r.medianTimeline(s.row); tl != nil {
+		if tl := medianTimeline(r, s.row); tl != nil {
 			lines = append(lines, line{s.label, s.color, tl})
 		}
 	}
@@ -72,9 +74,9 @@ func MemoryChart(r *Results) ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
-	commit, date := r.shortCommit(), r.day()
+	commit, date := shortCommit(r), day(r)
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="15" font-weight="bold">%s</text>`+"\n",
-		html.EscapeString(fmt.Sprintf("Heap above baseline through an initial sync of %d %s and a forced relist (MiB)", r.Objects, r.title())))
+		html.EscapeString(fmt.Sprintf("Heap above baseline through an initial sync of %d %s and a forced relist (MiB)", r.Objects, title(r))))
 	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">%s</text>`+"\n",
 		html.EscapeString(fmt.Sprintf("make bench at %s, %s, GOGC=%d; of each informer the run with the median initial-sync peak", commit, date, r.GOGC)))
 	fmt.Fprintf(&b, `<text x="10" y="56" fill="#555">%s</text>`+"\n",
@@ -104,9 +106,9 @@ func MemoryChart(r *Results) ([]byte, error) {
 		for _, m := range l.tl.Marks {
 			mx, my := x(m.Ms), y(heapAt(l.tl, m.Ms))
 			switch m.Name {
-			case "synced":
+			case benchresults.MarkSynced:
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`+"\n", mx, my, l.color)
-			case "relist forced":
+			case benchresults.MarkRelistForced:
 				fmt.Fprintf(&b, `<path d="M%.1f %.1f l-5 -9 h10 z" fill="%s"/>`+"\n", mx, my-2, l.color)
 			}
 		}
@@ -117,7 +119,7 @@ func MemoryChart(r *Results) ([]byte, error) {
 
 // segments are the [start, end) index ranges of tl's samples taken without
 // a pause.
-func segments(tl *Timeline) [][2]int {
+func segments(tl *benchresults.Timeline) [][2]int {
 	var segs [][2]int
 	start := 0
 	for _, i := range tl.Resumed {
@@ -144,7 +146,7 @@ func points(ms, kib []int64, x func(int64) float64, y func(int64) float64) strin
 }
 
 // heapAt is the sampled heap at the last sample at or before ms.
-func heapAt(tl *Timeline, ms int64) int64 {
+func heapAt(tl *benchresults.Timeline, ms int64) int64 {
 	i, _ := slices.BinarySearch(tl.Ms, ms+1)
 	return tl.HeapKiB[max(0, i-1)]
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
 
 // The names of the generated blocks, as the documents' markers spell them
@@ -28,16 +30,16 @@ type headline struct {
 	what         string
 	ours, theirs string
 	figure       string
-	value        func(Phase) float64
+	value        func(benchresults.Phase) float64
 	unit         string
 	goal         string
 }
 
 var (
-	peakHeap = func(p Phase) float64 { return mib(p.PeakHeap) }
-	peakLive = func(p Phase) float64 { return mib(p.PeakLive) }
-	steady   = func(p Phase) float64 { return mib(p.SteadyHeap) }
-	seconds  = func(p Phase) float64 { return p.SyncSeconds }
+	peakHeap = func(p benchresults.Phase) float64 { return mib(p.PeakHeap) }
+	peakLive = func(p benchresults.Phase) float64 { return mib(p.PeakLive) }
+	steady   = func(p benchresults.Phase) float64 { return mib(p.SteadyHeap) }
+	seconds  = func(p benchresults.Phase) float64 { return p.SyncSeconds }
 )
 
 var headlines = []headline{
@@ -65,25 +67,25 @@ var headlines = []headline{
 
 // Headline is the README's table of headline ratios: only the lines whose
 // two rows the run has.
-func Headline(r *Results) string {
+func Headline(r *benchresults.Results) string {
 	var b strings.Builder
 	b.WriteString("| what | ours | client-go | ratio | goal | met |\n|---|--:|--:|--:|--:|---|\n")
 	for _, h := range headlines {
-		o, ok1 := r.row(h.ours, 0)
-		t, ok2 := r.row(h.theirs, 0)
+		o, ok1 := r.Row(h.ours, 0)
+		t, ok2 := r.Row(h.theirs, 0)
 		if !ok1 || !ok2 || h.value(t.Median) <= 0 {
 			continue
 		}
 		ov, tv := h.value(o.Median), h.value(t.Median)
 		goal, met := "none", ""
-		if g, ok := r.goal(h.goal, h.ours); ok {
+		if g, ok := findGoal(r, h.goal, h.ours); ok {
 			goal, met = fmt.Sprintf("<= %.2fx", g.Target), metWord(g.Met)
 		}
 		fmt.Fprintf(&b, "| %s, %s (`%s` vs `%s`) | %s | %s | %.2fx | %s | %s |\n",
 			h.what, h.figure, h.ours, h.theirs, figure(ov, h.unit), figure(tv, h.unit), ov/tv, goal, met)
 	}
 	fmt.Fprintf(&b, "\n%d %s, GOGC=%d, medians of %d runs, heap above each process's baseline; from %s. All figures: [docs/benchmarks.md](docs/benchmarks.md).\n",
-		r.Objects, r.title(), r.GOGC, r.Runs, r.origin())
+		r.Objects, title(r), r.GOGC, r.Runs, origin(r))
 	return b.String()
 }
 
@@ -103,15 +105,15 @@ func metWord(met bool) string {
 
 // Chart is the README's block showing the chart at chartPath (relative to
 // the README).
-func Chart(r *Results, chartPath string) string {
+func Chart(r *benchresults.Results, chartPath string) string {
 	return fmt.Sprintf(`<img src="%s" alt="Heap over time of client-go's informer and ours through an initial sync and a relist of %d %s">`+"\n\n"+
 		"One child process per informer (the run with the median initial-sync peak): the initial sync of %d %s, then a relist forced by 410 Gone. "+
 		"Solid: sampled heap, garbage included; dotted: the live heap the last GC marked; the gap after the sync is the benchmark checking the store, not sampled. `make bench` at %s, %s.\n",
-		chartPath, r.Objects, r.title(), r.Objects, r.title(), r.shortCommit(), r.day())
+		chartPath, r.Objects, title(r), r.Objects, title(r), shortCommit(r), day(r))
 }
 
 // Run is docs/benchmarks.md's block on where the results came from.
-func Run(r *Results) string {
+func Run(r *benchresults.Results) string {
 	var b strings.Builder
 	limits := r.Limits
 	if limits == "" {
@@ -134,7 +136,7 @@ func Run(r *Results) string {
 			r.Provenance.LoadAverageEnd[0], r.Provenance.LoadAverageEnd[1], r.Provenance.LoadAverageEnd[2])},
 		{"API server", r.ServerVersion},
 		{"client rate limit", limits},
-		{"objects", fmt.Sprintf("%d bench %s (%d of the kind in the cluster), protobuf on the wire", r.Objects, r.title(), r.TotalObjects)},
+		{"objects", fmt.Sprintf("%d bench %s (%d of the kind in the cluster), protobuf on the wire", r.Objects, title(r), r.TotalObjects)},
 		{"page size", pageSize(r.PageSize)},
 		{"runs", fmt.Sprintf("%d per variant, each in a fresh child process, GOGC=%d", r.Runs, r.GOGC)},
 		{"note", r.Provenance.Note},
@@ -159,25 +161,25 @@ func flags(m map[string]string) string {
 }
 
 // Goals is docs/benchmarks.md's goal table: every goal the run computed.
-func Goals(r *Results) string {
+func Goals(r *benchresults.Results) string {
 	var b strings.Builder
 	b.WriteString("| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
 	for _, g := range r.Goals {
 		fmt.Fprintf(&b, "| %s | `%s` | `%s` | %.3f | <= %.2f | %s |\n", g.Goal, g.Ours, g.Theirs, g.Ratio, g.Target, metWord(g.Met))
 	}
-	fmt.Fprintf(&b, "\nRatios of medians, ours / theirs, measured in the same run (`make bench` at %s, %s).\n", r.shortCommit(), r.day())
+	fmt.Fprintf(&b, "\nRatios of medians, ours / theirs, measured in the same run (`make bench` at %s, %s).\n", shortCommit(r), day(r))
 	return b.String()
 }
 
 // Tables is docs/benchmarks.md's block of tables: the medians without and
 // with GOMEMLIMIT, and every run's figures.
-func Tables(r *Results) string {
+func Tables(r *benchresults.Results) string {
 	var b strings.Builder
-	for _, lim := range r.limits() {
+	for _, lim := range r.MemLimits() {
 		if lim == 0 {
-			fmt.Fprintf(&b, "**GOGC=%d, no memory limit** (%d %s, medians of %d runs)\n\n", r.GOGC, r.Objects, r.title(), r.Runs)
+			fmt.Fprintf(&b, "**GOGC=%d, no memory limit** (%d %s, medians of %d runs)\n\n", r.GOGC, r.Objects, title(r), r.Runs)
 		} else {
-			fmt.Fprintf(&b, "**GOMEMLIMIT=%.0f MiB** (1.5 x the floor + the baseline runtime memory; %d %s, medians of %d runs)\n\n", mib(lim), r.Objects, r.title(), r.Runs)
+			fmt.Fprintf(&b, "**GOMEMLIMIT=%.0f MiB** (1.5 x the floor + the baseline runtime memory; %d %s, medians of %d runs)\n\n", mib(lim), r.Objects, title(r), r.Runs)
 		}
 		b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
 		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
@@ -200,12 +202,12 @@ func Tables(r *Results) string {
 		fmt.Fprintf(&b, "| %s | %.0f | %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.3f | %d |\n",
 			p.Row, mib(p.MemLimit), runs[key], p.SyncSeconds, mib(p.PeakHeap), mib(p.PeakLive), mib(p.SteadyHeap), mib(p.PeakRSS), p.CPUSeconds, p.GCs)
 	}
-	fmt.Fprintf(&b, "\n</details>\n\n`make bench` at %s, %s.\n", r.shortCommit(), r.day())
+	fmt.Fprintf(&b, "\n</details>\n\n`make bench` at %s, %s.\n", shortCommit(r), day(r))
 	return b.String()
 }
 
 // Variants is docs/benchmarks.md's list of the run's variants.
-func Variants(r *Results) string {
+func Variants(r *benchresults.Results) string {
 	var b strings.Builder
 	for _, row := range r.Rows {
 		if row.MemLimit == 0 {
@@ -220,11 +222,4 @@ func pageSize(n int64) string {
 		return "chosen by our informer"
 	}
 	return fmt.Sprint(n)
-}
-
-func (r *Results) limits() []int64 {
-	if r.MemLimit > 0 {
-		return []int64{0, r.MemLimit}
-	}
-	return []int64{0}
 }
