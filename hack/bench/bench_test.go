@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"flag"
 	"os"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/leaninformer/leaninformer/internal/benchdoc"
 	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/testenv"
 )
@@ -160,7 +160,7 @@ func TestParseLimits(t *testing.T) {
 }
 
 func TestMemLimitFromTheFloorsMedians(t *testing.T) {
-	phases := []Phase{
+	phases := []benchresults.Phase{
 		{Row: "floor", SteadyHeap: 10 << 20, BaselineRuntime: 6 << 20},
 		{Row: "floor", SteadyHeap: 30 << 20, BaselineRuntime: 8 << 20},
 		{Row: "floor", SteadyHeap: 20 << 20, BaselineRuntime: 7 << 20},
@@ -176,13 +176,13 @@ func TestMemLimitFromTheFloorsMedians(t *testing.T) {
 }
 
 func TestGoals(t *testing.T) {
-	r := &Report{Rows: []Row{
-		{Name: "ours-listwatch", Median: Phase{PeakHeap: 30, PeakLive: 26, SteadyHeap: 25, SyncSeconds: 1}},
-		{Name: "ours-listwatch relist", Median: Phase{PeakHeap: 40, PeakLive: 28}},
-		{Name: "client-go-list", Median: Phase{PeakHeap: 50, SyncSeconds: 2}},
-		{Name: "client-go-list relist", Median: Phase{PeakHeap: 80, PeakLive: 56}},
-	}}
-	got := map[string]Goal{}
+	r := &Report{Results: benchresults.Results{Rows: []benchresults.Row{
+		{Name: "ours-listwatch", Median: benchresults.Phase{PeakHeap: 30, PeakLive: 26, SteadyHeap: 25, SyncSeconds: 1}},
+		{Name: "ours-listwatch relist", Median: benchresults.Phase{PeakHeap: 40, PeakLive: 28}},
+		{Name: "client-go-list", Median: benchresults.Phase{PeakHeap: 50, SyncSeconds: 2}},
+		{Name: "client-go-list relist", Median: benchresults.Phase{PeakHeap: 80, PeakLive: 56}},
+	}}}
+	got := map[string]benchresults.Goal{}
 	for _, g := range goals(r) {
 		got[g.Goal] = g
 	}
@@ -215,21 +215,6 @@ func TestFlagValuesHoldDefaultsToo(t *testing.T) {
 	}
 }
 
-func TestResultsJSONKeepsNumberArraysOnOneLine(t *testing.T) {
-	r := &Report{AllRuns: []Phase{{Row: "x", Timeline: &Timeline{Ms: []int64{0, 20}, HeapKiB: []int64{-3, 1e6}, LiveKiB: []int64{1, 2}, Marks: []Mark{{Name: markSynced, Ms: 20}}}}}}
-	b, err := r.json()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(b, []byte(`"heapKiB": [-3,1000000]`)) || !bytes.Contains(b, []byte("\n  \"allRuns\"")) {
-		t.Errorf("results.json:\n%s", b)
-	}
-	var back Report
-	if err := json.Unmarshal(b, &back); err != nil || back.AllRuns[0].Timeline.HeapKiB[1] != 1e6 || back.AllRuns[0].Timeline.Marks[0].Name != markSynced {
-		t.Errorf("results.json does not read back: %v, %+v", err, back.AllRuns)
-	}
-}
-
 func TestChildEnv(t *testing.T) {
 	env := childEnv([]string{"PATH=/bin", "GOGC=off", "GOMEMLIMIT=1", "KUBE_FEATURE_WatchListClient=true"}, 50, 1234, []string{"KUBE_FEATURE_WatchListClient=false"})
 	want := []string{"PATH=/bin", "GOGC=50", "GOMEMLIMIT=1234", "KUBE_FEATURE_WatchListClient=false"}
@@ -239,7 +224,7 @@ func TestChildEnv(t *testing.T) {
 }
 
 func TestChartIsValidSVG(t *testing.T) {
-	rows := []Row{{Name: "a<b", Median: Phase{PeakHeap: 3 << 20, PeakLive: 2 << 20, SteadyHeap: 1 << 20}}, {Name: "c"}}
+	rows := []benchresults.Row{{Name: "a<b", Median: benchresults.Phase{PeakHeap: 3 << 20, PeakLive: 2 << 20, SteadyHeap: 1 << 20}}, {Name: "c"}}
 	svg := chartSVG("t & t", rows)
 	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
 		t.Fatalf("chart is not well-formed XML: %v", err)
@@ -315,12 +300,13 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("run repopulated an already populated cluster:\n%s", stderr.String())
 	}
 
-	var rep Report
+	// The file must decode with the schema's unknown fields disallowed.
 	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
+	rep, err := benchresults.Decode(bytes.NewReader(b))
+	if err != nil {
 		t.Fatal(err)
 	}
 	selected, err := selectVariants(smokeVariants)
@@ -334,11 +320,11 @@ func TestSmoke(t *testing.T) {
 	if len(selected) != len(variants()) {
 		t.Fatalf("the smoke test runs %d of the %d variants", len(selected), len(variants()))
 	}
-	checkRows(t, &rep, wantRows, []int64{0}, o.objects)
-	if row, _ := rep.row("floor", 0); row.Median.Requests.ListsWithContinue < 4 {
+	checkRows(t, rep, wantRows, []int64{0}, o.objects)
+	if row, _ := rep.Row("floor", 0); row.Median.Requests.ListsWithContinue < 4 {
 		t.Errorf("the floor sent %+v, want >= 4 continues for 30+ objects in pages of 7", row.Median.Requests)
 	}
-	if row, _ := rep.row("client-go-list", 0); row.Median.SteadyHeap <= 0 {
+	if row, _ := rep.Row("client-go-list", 0); row.Median.SteadyHeap <= 0 {
 		t.Errorf("client-go-list keeps %d bytes above baseline, want a store", row.Median.SteadyHeap)
 	}
 	if rep.Provenance.Commit == "" || rep.Provenance.LoadAverageEnd == [3]float64{} {
@@ -405,14 +391,14 @@ func TestSmoke(t *testing.T) {
 		if !o.memLimit {
 			continue
 		}
-		var limited Report
-		if b, err := os.ReadFile(filepath.Join(o.out, "results.json")); err != nil || json.Unmarshal(b, &limited) != nil {
+		limited, err := benchresults.ReadFile(filepath.Join(o.out, "results.json"))
+		if err != nil {
 			t.Fatalf("results.json of the GOMEMLIMIT run: %v", err)
 		}
 		if limited.MemLimit <= 0 {
 			t.Errorf("GOMEMLIMIT = %d, want one computed from the floor", limited.MemLimit)
 		}
-		checkRows(t, &limited, []string{"floor", "ours-listwatch-intern", "ours-listwatch-intern relist"}, []int64{0, limited.MemLimit}, o.objects)
+		checkRows(t, limited, []string{"floor", "ours-listwatch-intern", "ours-listwatch-intern relist"}, []int64{0, limited.MemLimit}, o.objects)
 		checkSVG(t, filepath.Join(o.out, "chart-memlimit.svg"))
 	}
 	p, err := cs.CoreV1().Pods(podNamespace(3)).Get(ctx, podName(3), metav1.GetOptions{})
@@ -426,11 +412,11 @@ func TestSmoke(t *testing.T) {
 
 // checkRows checks that rep has each of rows under each of limits, with
 // plausible figures for objects objects.
-func checkRows(t *testing.T, rep *Report, rows []string, limits []int64, objects int) {
+func checkRows(t *testing.T, rep *benchresults.Results, rows []string, limits []int64, objects int) {
 	t.Helper()
 	for _, lim := range limits {
 		for _, name := range rows {
-			row, ok := rep.row(name, lim)
+			row, ok := rep.Row(name, lim)
 			if !ok {
 				t.Errorf("no row %q with GOMEMLIMIT %d", name, lim)
 				continue

@@ -24,6 +24,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 )
@@ -148,7 +149,7 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	}
 	c.lw = k.listWatch(c.cs)
 
-	var phases []Phase
+	var phases []benchresults.Phase
 	switch v.kind {
 	case informerKind:
 		phases, err = c.runInformer(ctx)
@@ -186,7 +187,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 
 // runInformer measures the initial sync of the variant's informer, then,
 // for relist variants, a forced relist.
-func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
+func (c *child) runInformer(ctx context.Context) ([]benchresults.Phase, error) {
 	base := measureBaseline()
 	c.timeline = startTimeline(c.opts.timelineInterval, base.heap)
 	w, err := startWindow(c.opts.interval)
@@ -214,7 +215,7 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 		return nil, err
 	}
 	syncedAt := time.Now()
-	c.timeline.mark(markSynced)
+	c.timeline.mark(benchresults.MarkSynced)
 	c.timeline.pause()
 	p := w.stop(base, c.v.name)
 
@@ -226,11 +227,12 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 	if adds := h.adds.Load(); adds != int64(total) {
 		return nil, fmt.Errorf("the handler got %d adds for %d objects in the store", adds, total)
 	}
-	p.Requests = c.requests.Counts()
-	if err := c.v.checkRequests(p.Requests, 1, total, c.opts.pageSize); err != nil {
+	sent := c.requests.Counts()
+	if err := c.v.checkRequests(sent, 1, total, c.opts.pageSize); err != nil {
 		return nil, err
 	}
-	phases := []Phase{p}
+	p.Requests = requestsOf(sent)
+	phases := []benchresults.Phase{p}
 	if c.v.relist {
 		// A relist in a long-running controller finds the limiter full.
 		time.Sleep(time.Until(syncedAt.Add(max(c.opts.relistDelay, c.opts.limits.refill()))))
@@ -251,7 +253,7 @@ func (c *child) runInformer(ctx context.Context) ([]Phase, error) {
 // update (client-go's handlers start out "syncing" and stay so), the new
 // ones as adds, the vanished ones as deletes, so the relist is over when the
 // handler has counted them all.
-func (c *child) relist(ctx context.Context, base baseline, inf toolscache.SharedIndexInformer, h *countingHandler, objects int) (Phase, error) {
+func (c *child) relist(ctx context.Context, base baseline, inf toolscache.SharedIndexInformer, h *countingHandler, objects int) (benchresults.Phase, error) {
 	memstat.HeapAfterGC() // start from the steady heap
 	c.timeline.resume()
 	before := c.requests.Counts()
@@ -259,39 +261,40 @@ func (c *child) relist(ctx context.Context, base baseline, inf toolscache.Shared
 	done := h.expect(want)
 	w, err := startWindow(c.opts.interval)
 	if err != nil {
-		return Phase{}, err
+		return benchresults.Phase{}, err
 	}
 	c.relistArmed.Store(true)
 	if err := c.ctl.relist(); err != nil {
-		return Phase{}, err
+		return benchresults.Phase{}, err
 	}
-	c.timeline.mark(markRelist)
+	c.timeline.mark(benchresults.MarkRelistForced)
 	if err := waitFor(ctx, done, fmt.Sprintf("%+v more notifications after the forced relist", want)); err != nil {
-		return Phase{}, fmt.Errorf("%w (got %d updates, %d adds, %d deletes in all)", err, h.updates.Load(), h.adds.Load(), h.deletes.Load())
+		return benchresults.Phase{}, fmt.Errorf("%w (got %d updates, %d adds, %d deletes in all)", err, h.updates.Load(), h.adds.Load(), h.deletes.Load())
 	}
 	end := time.Now()
-	c.timeline.mark(markRelisted)
+	c.timeline.mark(benchresults.MarkRelisted)
 	p := w.stop(base, relistRow(c.v.name))
 	start := c.relistStart.Load()
 	if start == 0 {
-		return Phase{}, errors.New("the handler got its updates but no relist request went out")
+		return benchresults.Phase{}, errors.New("the handler got its updates but no relist request went out")
 	}
 	p.SyncSeconds = end.Sub(time.Unix(0, start)).Seconds()
 	p.Objects = len(inf.GetStore().ListKeys())
-	p.Requests = subCounts(c.requests.Counts(), before)
-	if p.Requests.Watches == 0 {
-		return Phase{}, fmt.Errorf("no watch was refused before the relist: %+v", p.Requests)
+	sent := subCounts(c.requests.Counts(), before)
+	if sent.Watches == 0 {
+		return benchresults.Phase{}, fmt.Errorf("no watch was refused before the relist: %+v", sent)
 	}
-	if err := c.v.checkRequests(p.Requests, 1, objects, c.opts.pageSize); err != nil {
-		return Phase{}, fmt.Errorf("relist: %w", err)
+	if err := c.v.checkRequests(sent, 1, objects, c.opts.pageSize); err != nil {
+		return benchresults.Phase{}, fmt.Errorf("relist: %w", err)
 	}
+	p.Requests = requestsOf(sent)
 	return p, nil
 }
 
 // runNoStore measures the list machinery alone until the initial list is
 // complete: client-go's Reflector or our pipeline, into sinks that keep
 // nothing.
-func (c *child) runNoStore(ctx context.Context) ([]Phase, error) {
+func (c *child) runNoStore(ctx context.Context) ([]benchresults.Phase, error) {
 	base := measureBaseline()
 	w, err := startWindow(c.opts.interval)
 	if err != nil {
@@ -321,16 +324,17 @@ func (c *child) runNoStore(ctx context.Context) ([]Phase, error) {
 		return nil, fmt.Errorf("saw %d bench %s, want %d", bench, c.kind.title, c.opts.benchObjects)
 	}
 	p.Objects = total
-	p.Requests = c.requests.Counts()
-	if err := c.v.checkRequests(p.Requests, 1, total, c.opts.pageSize); err != nil {
+	sent := c.requests.Counts()
+	if err := c.v.checkRequests(sent, 1, total, c.opts.pageSize); err != nil {
 		return nil, err
 	}
-	return []Phase{p}, nil
+	p.Requests = requestsOf(sent)
+	return []benchresults.Phase{p}, nil
 }
 
 // runFloor lists page by page and keeps a copy of every object in a slice
 // sized up front: the least any store of these objects can hold.
-func (c *child) runFloor(ctx context.Context) ([]Phase, error) {
+func (c *child) runFloor(ctx context.Context) ([]benchresults.Phase, error) {
 	base := measureBaseline()
 	w, err := startWindow(c.opts.interval)
 	if err != nil {
@@ -358,11 +362,12 @@ func (c *child) runFloor(ctx context.Context) ([]Phase, error) {
 	}
 	runtime.KeepAlive(objs)
 	p.Objects = total
-	p.Requests = c.requests.Counts()
-	if err := c.v.checkRequests(p.Requests, 1, total, c.opts.pageSize); err != nil {
+	sent := c.requests.Counts()
+	if err := c.v.checkRequests(sent, 1, total, c.opts.pageSize); err != nil {
 		return nil, err
 	}
-	return []Phase{p}, nil
+	p.Requests = requestsOf(sent)
+	return []benchresults.Phase{p}, nil
 }
 
 // countObjects returns len(objs) after checking that the bench objects
@@ -490,6 +495,13 @@ func subCounts(a, b faultproxy.RequestCounts) faultproxy.RequestCounts {
 		StreamingWatches:  a.StreamingWatches - b.StreamingWatches,
 		Other:             a.Other - b.Other,
 	}
+}
+
+// requestsOf is counts as the results file holds them. The conversion
+// compiles only while both types have the same fields, so a count added to
+// the proxy cannot go missing from the file.
+func requestsOf(counts faultproxy.RequestCounts) benchresults.Requests {
+	return benchresults.Requests(counts)
 }
 
 // newInformer builds the variant's informer with the namespace index

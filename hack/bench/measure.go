@@ -4,46 +4,9 @@ import (
 	"time"
 
 	"github.com/leaninformer/leaninformer/internal/benchkit"
-	"github.com/leaninformer/leaninformer/internal/faultproxy"
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 	"github.com/leaninformer/leaninformer/internal/memstat"
 )
-
-// Phase is what one child measured over one window: the initial sync, or a
-// forced relist. Heap figures are relative to the child's baseline.
-type Phase struct {
-	Row string `json:"row"`
-	// MemLimit is the GOMEMLIMIT the child ran under, 0 for none.
-	MemLimit int64 `json:"memLimitBytes"`
-	// SyncSeconds: from the start to the handler having synced (informers),
-	// the list being complete (without store, floor), or from the first
-	// request of a relist to the handler having got all of it.
-	SyncSeconds float64 `json:"syncSeconds"`
-	// PeakHeap is the largest sampled size of heap objects, garbage included.
-	PeakHeap int64 `json:"peakHeapBytes"`
-	// PeakLive is the largest live heap a GC marked.
-	PeakLive int64 `json:"peakLiveBytes"`
-	// SteadyHeap is the heap after two full GCs at the end of the window.
-	SteadyHeap int64 `json:"steadyHeapBytes"`
-	// PeakRSS is the process's VmHWM (absolute), reset at the window start.
-	PeakRSS uint64 `json:"peakRSSBytes"`
-	// CPUSeconds is the process's CPU time (user and system, all threads)
-	// over the window: decoding, storing, handlers, GC and the heap sampler.
-	CPUSeconds   float64 `json:"cpuSeconds"`
-	GCCPUSeconds float64 `json:"gcCPUSeconds"`
-	GCs          uint64  `json:"gcs"`
-	// Objects is what the store holds, or, without store, how many objects
-	// the list brought.
-	Objects      int    `json:"objects"`
-	BaselineHeap uint64 `json:"baselineHeapBytes"`
-	BaselineRSS  uint64 `json:"baselineRSSBytes"`
-	// BaselineRuntime is the Go runtime's memory (what GOMEMLIMIT limits)
-	// at the baseline.
-	BaselineRuntime uint64                   `json:"baselineRuntimeBytes"`
-	Requests        faultproxy.RequestCounts `json:"requests"`
-	// Timeline is the heap over the child's life: on the initial sync's
-	// phase of informer variants.
-	Timeline *Timeline `json:"timeline,omitempty"`
-}
 
 // baseline is the child before the variant starts.
 type baseline struct{ heap, rss, runtime uint64 }
@@ -72,14 +35,14 @@ func startWindow(interval time.Duration) (*window, error) {
 // window's start. The steady heap comes from a full GC after the window,
 // whose marked live heap also counts for PeakLive: the live heap at the end
 // is one a GC would have marked, however late the last automatic one ran.
-func (w *window) stop(base baseline, row string) Phase {
+func (w *window) stop(base baseline, row string) benchresults.Phase {
 	end := time.Now()
 	peak := w.sampler.Stop()
 	rss, _ := benchkit.ProcStatus("VmHWM")
 	gcCPU := memstat.GCCPUSeconds() - w.gcCPU0
 	cpu := benchkit.CPUSeconds() - w.cpu0
 	steady := memstat.HeapAfterGC()
-	return Phase{
+	return benchresults.Phase{
 		Row:             row,
 		SyncSeconds:     end.Sub(w.start).Seconds(),
 		PeakHeap:        rel(peak.Heap, base.heap),

@@ -9,62 +9,24 @@ import (
 	"time"
 
 	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
 
-// Row is one line of a results table: the medians of a row's runs.
-type Row struct {
-	Name     string `json:"name"`
-	Desc     string `json:"description"`
-	MemLimit int64  `json:"memLimitBytes"`
-	Runs     int    `json:"runs"`
-	// Median holds the median of each figure over the runs, separately.
-	Median Phase `json:"median"`
-}
-
-// Goal is one of the targets of issues 7, 10 and 14, as a ratio measured in
-// this run.
-type Goal struct {
-	Goal   string  `json:"goal"`
-	Ours   string  `json:"ours"`
-	Theirs string  `json:"theirs"`
-	Ratio  float64 `json:"ratio"`
-	Target float64 `json:"target"`
-	Met    bool    `json:"met"`
-}
-
-// Report is everything results.json holds.
+// Report is a run's results and what the tables' headings call its
+// objects.
 type Report struct {
-	Provenance Provenance `json:"provenance"`
-	Command    string     `json:"command"`
-	// Kind is the resource measured: rolebindings, configmaps or pods.
-	Kind          string           `json:"kind"`
-	Title         string           `json:"-"`
-	Date          string           `json:"date"`
-	Machine       benchkit.Machine `json:"machine"`
-	ServerVersion string           `json:"serverVersion"`
-	Objects       int              `json:"objects"`
-	TotalObjects  int              `json:"totalObjects"`
-	// PageSize is --page-size; negative: the informer sized its pages.
-	PageSize int64 `json:"pageSize"`
-	// Limits describes the children's client-side rate limit.
-	Limits string `json:"limits"`
-	// Touched: a bench object was updated before each child (--touch).
-	Touched  bool    `json:"touched"`
-	GOGC     int     `json:"gogc"`
-	Runs     int     `json:"runs"`
-	MemLimit int64   `json:"memLimitBytes"`
-	Rows     []Row   `json:"rows"`
-	Goals    []Goal  `json:"goals"`
-	AllRuns  []Phase `json:"allRuns"`
+	benchresults.Results
+	// title names the objects in headings, e.g. "RoleBindings": the file
+	// has Kind instead.
+	title string
 }
 
-func newReport(o options, vs []variant, phases []Phase, limit int64, total int, serverVersion string) *Report {
-	r := &Report{
+func newReport(o options, vs []variant, phases []benchresults.Phase, limit int64, total int, serverVersion string) *Report {
+	r := &Report{title: o.kind.title, Results: benchresults.Results{
 		Command:       o.commandLine,
 		Kind:          o.kind.resource,
-		Title:         o.kind.title,
 		Date:          time.Now().UTC().Format(time.RFC3339),
-		Machine:       benchkit.DescribeMachine(),
+		Machine:       benchresults.Machine(benchkit.DescribeMachine()),
 		ServerVersion: serverVersion,
 		Objects:       o.objects,
 		TotalObjects:  total,
@@ -75,8 +37,8 @@ func newReport(o options, vs []variant, phases []Phase, limit int64, total int, 
 		Runs:          o.runs,
 		MemLimit:      limit,
 		AllRuns:       phases,
-	}
-	for _, lim := range r.limits() {
+	}}
+	for _, lim := range r.MemLimits() {
 		for group := range rowGroups {
 			for _, v := range vs {
 				for i, name := range v.rows() {
@@ -95,77 +57,68 @@ func newReport(o options, vs []variant, phases []Phase, limit int64, total int, 
 }
 
 // aggregate takes the median of every figure of row name's runs.
-func aggregate(name, desc string, limit int64, phases []Phase) (Row, bool) {
-	var ps []Phase
+func aggregate(name, desc string, limit int64, phases []benchresults.Phase) (benchresults.Row, bool) {
+	var ps []benchresults.Phase
 	for _, p := range phases {
 		if p.Row == name && p.MemLimit == limit {
 			ps = append(ps, p)
 		}
 	}
 	if len(ps) == 0 {
-		return Row{}, false
+		return benchresults.Row{}, false
 	}
 	if strings.HasSuffix(name, relistRow("")) {
 		desc = "forced relist (410 Gone) of: " + desc
 	}
-	f := func(get func(Phase) float64) float64 {
+	f := func(get func(benchresults.Phase) float64) float64 {
 		xs := make([]float64, len(ps))
 		for i, p := range ps {
 			xs[i] = get(p)
 		}
 		return benchkit.Median(xs)
 	}
-	m := Phase{
+	m := benchresults.Phase{
 		Row:             name,
 		MemLimit:        limit,
-		SyncSeconds:     f(func(p Phase) float64 { return p.SyncSeconds }),
-		PeakHeap:        int64(f(func(p Phase) float64 { return float64(p.PeakHeap) })),
-		PeakLive:        int64(f(func(p Phase) float64 { return float64(p.PeakLive) })),
-		SteadyHeap:      int64(f(func(p Phase) float64 { return float64(p.SteadyHeap) })),
-		PeakRSS:         uint64(f(func(p Phase) float64 { return float64(p.PeakRSS) })),
-		CPUSeconds:      f(func(p Phase) float64 { return p.CPUSeconds }),
-		GCCPUSeconds:    f(func(p Phase) float64 { return p.GCCPUSeconds }),
-		GCs:             uint64(f(func(p Phase) float64 { return float64(p.GCs) })),
-		Objects:         int(f(func(p Phase) float64 { return float64(p.Objects) })),
-		BaselineHeap:    uint64(f(func(p Phase) float64 { return float64(p.BaselineHeap) })),
-		BaselineRSS:     uint64(f(func(p Phase) float64 { return float64(p.BaselineRSS) })),
-		BaselineRuntime: uint64(f(func(p Phase) float64 { return float64(p.BaselineRuntime) })),
+		SyncSeconds:     f(func(p benchresults.Phase) float64 { return p.SyncSeconds }),
+		PeakHeap:        int64(f(func(p benchresults.Phase) float64 { return float64(p.PeakHeap) })),
+		PeakLive:        int64(f(func(p benchresults.Phase) float64 { return float64(p.PeakLive) })),
+		SteadyHeap:      int64(f(func(p benchresults.Phase) float64 { return float64(p.SteadyHeap) })),
+		PeakRSS:         uint64(f(func(p benchresults.Phase) float64 { return float64(p.PeakRSS) })),
+		CPUSeconds:      f(func(p benchresults.Phase) float64 { return p.CPUSeconds }),
+		GCCPUSeconds:    f(func(p benchresults.Phase) float64 { return p.GCCPUSeconds }),
+		GCs:             uint64(f(func(p benchresults.Phase) float64 { return float64(p.GCs) })),
+		Objects:         int(f(func(p benchresults.Phase) float64 { return float64(p.Objects) })),
+		BaselineHeap:    uint64(f(func(p benchresults.Phase) float64 { return float64(p.BaselineHeap) })),
+		BaselineRSS:     uint64(f(func(p benchresults.Phase) float64 { return float64(p.BaselineRSS) })),
+		BaselineRuntime: uint64(f(func(p benchresults.Phase) float64 { return float64(p.BaselineRuntime) })),
 		Requests:        ps[0].Requests,
 	}
-	return Row{Name: name, Desc: desc, MemLimit: limit, Runs: len(ps), Median: m}, true
-}
-
-func (r *Report) row(name string, limit int64) (Row, bool) {
-	for _, row := range r.Rows {
-		if row.Name == name && row.MemLimit == limit {
-			return row, true
-		}
-	}
-	return Row{}, false
+	return benchresults.Row{Name: name, Desc: desc, MemLimit: limit, Runs: len(ps), Median: m}, true
 }
 
 // goals computes the goals' ratios for the rows this run has.
-func goals(r *Report) []Goal {
+func goals(r *Report) []benchresults.Goal {
 	type pair struct{ ours, theirs string }
 	informers := []pair{{"ours-listwatch", "client-go-list"}, {"ours-stream", "client-go"}}
-	heap := func(p Phase) float64 { return float64(p.PeakHeap) }
-	live := func(p Phase) float64 { return float64(p.PeakLive) }
-	var gs []Goal
+	heap := func(p benchresults.Phase) float64 { return float64(p.PeakHeap) }
+	live := func(p benchresults.Phase) float64 { return float64(p.PeakLive) }
+	var gs []benchresults.Goal
 	// add compares num of row ours with den of row theirs (which may be
 	// one of ours: the steady store).
-	add := func(goal, ours, theirs string, limit int64, target float64, num, den func(Phase) float64) {
-		o, ok := r.row(ours, limit)
+	add := func(goal, ours, theirs string, limit int64, target float64, num, den func(benchresults.Phase) float64) {
+		o, ok := r.Row(ours, limit)
 		if !ok {
 			return
 		}
-		t, ok := r.row(theirs, limit)
+		t, ok := r.Row(theirs, limit)
 		if !ok || den(t.Median) <= 0 {
 			return
 		}
 		ratio := num(o.Median) / den(t.Median)
-		gs = append(gs, Goal{Goal: goal, Ours: o.Name, Theirs: t.Name, Ratio: ratio, Target: target, Met: ratio <= target})
+		gs = append(gs, benchresults.Goal{Goal: goal, Ours: o.Name, Theirs: t.Name, Ratio: ratio, Target: target, Met: ratio <= target})
 	}
-	steady := func(p Phase) float64 { return float64(p.SteadyHeap) }
+	steady := func(p benchresults.Phase) float64 { return float64(p.SteadyHeap) }
 	for _, p := range informers {
 		ours, theirs := relistRow(p.ours), relistRow(p.theirs)
 		add("relist: marked-live peak vs client-go", ours, theirs, 0, 0.55, live, live)
@@ -182,7 +135,7 @@ func goals(r *Report) []Goal {
 	}
 	add("without store: sampled peak vs client-go's reflector", "ours-pipeline-listwatch", "client-go-reflector-list", 0, 0.15, heap, heap)
 	add("without store: sampled peak vs client-go's reflector", "ours-pipeline-stream", "client-go-reflector", 0, 0.15, heap, heap)
-	sync := func(p Phase) float64 { return p.SyncSeconds }
+	sync := func(p benchresults.Phase) float64 { return p.SyncSeconds }
 	for _, p := range informers {
 		add("time to sync vs client-go", p.ours, p.theirs, 0, 1.1, sync, sync)
 	}
@@ -195,7 +148,7 @@ func goals(r *Report) []Goal {
 		}
 	}
 	// Issue 10: interning against client-go's informer without it.
-	cpu := func(p Phase) float64 { return p.CPUSeconds / float64(max(1, p.Objects)) }
+	cpu := func(p benchresults.Phase) float64 { return p.CPUSeconds / float64(max(1, p.Objects)) }
 	for _, p := range []pair{{"ours-listwatch-intern", "client-go-list"}, {"ours-stream-intern", "client-go"}} {
 		add("interning: steady store vs client-go", p.ours, p.theirs, 0, 0.75, steady, steady)
 		add("interning: CPU per object vs client-go", p.ours, p.theirs, 0, 1.5, cpu, cpu)
@@ -236,17 +189,17 @@ func (r *Report) write(dir string, stdout io.Writer) error {
 	if _, err := io.WriteString(stdout, md); err != nil {
 		return err
 	}
-	js, err := r.json()
+	js, err := benchresults.Encode(&r.Results)
 	if err != nil {
 		return err
 	}
 	files := map[string][]byte{
 		"results.md":   []byte(md),
 		"results.json": js,
-		"chart.svg":    chartSVG(fmt.Sprintf("Heap above baseline, %d %s, GOGC=%d (MiB, medians of %d runs)", r.Objects, r.Title, r.GOGC, r.Runs), r.rowsWithLimit(0)),
+		"chart.svg":    chartSVG(fmt.Sprintf("Heap above baseline, %d %s, GOGC=%d (MiB, medians of %d runs)", r.Objects, r.title, r.GOGC, r.Runs), r.rowsWithLimit(0)),
 	}
 	if r.MemLimit > 0 {
-		files["chart-memlimit.svg"] = chartSVG(fmt.Sprintf("Heap above baseline, %d %s, GOMEMLIMIT=%.0f MiB (MiB, medians of %d runs)", r.Objects, r.Title, mib(r.MemLimit), r.Runs), r.rowsWithLimit(r.MemLimit))
+		files["chart-memlimit.svg"] = chartSVG(fmt.Sprintf("Heap above baseline, %d %s, GOMEMLIMIT=%.0f MiB (MiB, medians of %d runs)", r.Objects, r.title, mib(r.MemLimit), r.Runs), r.rowsWithLimit(r.MemLimit))
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
@@ -256,16 +209,8 @@ func (r *Report) write(dir string, stdout io.Writer) error {
 	return nil
 }
 
-// limits are the GOMEMLIMIT settings of the run: none, and the computed one.
-func (r *Report) limits() []int64 {
-	if r.MemLimit > 0 {
-		return []int64{0, r.MemLimit}
-	}
-	return []int64{0}
-}
-
-func (r *Report) rowsWithLimit(limit int64) []Row {
-	var rows []Row
+func (r *Report) rowsWithLimit(limit int64) []benchresults.Row {
+	var rows []benchresults.Row
 	for _, row := range r.Rows {
 		if row.MemLimit == limit {
 			rows = append(rows, row)
@@ -278,7 +223,7 @@ func mib[T int64 | uint64 | float64](b T) float64 { return float64(b) / (1 << 20
 
 func (r *Report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## leaninformer vs client-go: %d %s\n\n", r.Objects, r.Title)
+	fmt.Fprintf(&b, "## leaninformer vs client-go: %d %s\n\n", r.Objects, r.title)
 	fmt.Fprintf(&b, "`%s` on %s (%d cores, %d GiB, Linux %s, %s), API server %s, %s.\n",
 		r.Command, r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go, r.ServerVersion, r.Date)
 	pages := fmt.Sprintf("page size %d", r.PageSize)
@@ -290,14 +235,14 @@ func (r *Report) markdown() string {
 		snapshots = "no update before the children (--touch=false: continue pages from etcd once the resource is unwritten since the last compaction)"
 	}
 	fmt.Fprintf(&b, "%d bench %s in %d namespaces (%d in the cluster in all), protobuf on the wire, **%s**, %s, %s, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
-		r.Objects, r.Title, benchNamespaces, r.TotalObjects, r.Limits, pages, snapshots, r.GOGC, r.Runs)
+		r.Objects, r.title, benchNamespaces, r.TotalObjects, r.Limits, pages, snapshots, r.GOGC, r.Runs)
 	b.WriteString("Δ columns are heap MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns, in MiB). " +
 		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *steady*: heap after GC at the end; " +
 		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +
 		"*CPU s*: the process's CPU time in the window (user and system, all threads, GC included); *GC CPU s*: the Go runtime's estimate of its GC share. " +
 		"*sync*: seconds to synced and handler drained (relist rows: from the relist's first request until the handler has all of it). " +
 		"*objects*: in the store (rows without store: objects the list brought). *LISTs*: LIST requests in the window (of the first run).\n\n")
-	for _, lim := range r.limits() {
+	for _, lim := range r.MemLimits() {
 		if lim == 0 {
 			fmt.Fprintf(&b, "### GOGC=%d, no memory limit\n\n", r.GOGC)
 		} else {

@@ -2,39 +2,21 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
 
 // defaultTimelineInterval samples the informers' timelines often enough to
 // show a sync of a second, and seldom enough to keep results.json small.
 const defaultTimelineInterval = 20 * time.Millisecond
-
-// Provenance says where a results file came from, so that a figure quoted
-// from it names the code, the machine and the command that produced it.
-type Provenance struct {
-	// Commit is git's HEAD in the directory the run started in, and Dirty
-	// whether the work tree differed from it (untracked files included:
-	// they may be built); "unknown" without git.
-	Commit string `json:"commit"`
-	Dirty  bool   `json:"dirty"`
-	// Flags holds every flag's value, defaults included.
-	Flags map[string]string `json:"flags"`
-	// LoadAverage is the machine's 1, 5 and 15 minute load averages when
-	// the run started and when it ended: other programs' work included.
-	LoadAverageStart [3]float64 `json:"loadAverageStart"`
-	LoadAverageEnd   [3]float64 `json:"loadAverageEnd"`
-	// Note is the caveat readers need about the figures' noise.
-	Note string `json:"note"`
-}
 
 // provenanceNote is written into every results file: the load averages say
 // how much, but not what, else ran.
@@ -53,8 +35,8 @@ func startProvenance() provenanceStart {
 }
 
 // finish completes the provenance at the end of the run.
-func (s provenanceStart) finish(o options) Provenance {
-	return Provenance{Commit: s.commit, Dirty: s.dirty, Flags: o.flags, LoadAverageStart: s.load, LoadAverageEnd: loadAverages(), Note: provenanceNote}
+func (s provenanceStart) finish(o options) benchresults.Provenance {
+	return benchresults.Provenance{Commit: s.commit, Dirty: s.dirty, Flags: o.flags, LoadAverageStart: s.load, LoadAverageEnd: loadAverages(), Note: provenanceNote}
 }
 
 // gitCommit asks git for the current directory's HEAD and whether the work
@@ -89,31 +71,13 @@ func flagValues(fs *flag.FlagSet) map[string]string {
 	return m
 }
 
-// numberArray is a JSON array of numbers as MarshalIndent spreads it over
-// lines, one element a line.
-var numberArray = regexp.MustCompile(`\[(\s*-?[0-9][0-9.eE+-]*,)*\s*-?[0-9][0-9.eE+-]*\s*\]`)
-
-// json is the report as results.json holds it: indented, but with arrays of
-// numbers (the timelines) on one line each, so that the file stays
-// readable and reviewable.
-func (r *Report) json() ([]byte, error) {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	b = numberArray.ReplaceAllFunc(b, func(a []byte) []byte {
-		return []byte(strings.Join(strings.Fields(string(a)), ""))
-	})
-	return append(b, '\n'), nil
-}
-
 // publish writes results.json to dir, if set: make bench's copy, committed
 // under docs/benchmarks/ for hack/docgen.
 func (r *Report) publish(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	b, err := r.json()
+	b, err := benchresults.Encode(&r.Results)
 	if err != nil {
 		return err
 	}

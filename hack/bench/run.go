@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/testenv"
 )
@@ -75,7 +76,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	if o.memLimit {
 		m.jobs *= 2
 	}
-	var phases []Phase
+	var phases []benchresults.Phase
 	for run := range o.runs {
 		for _, v := range selected {
 			ps, err := m.runChild(ctx, v, 0, run)
@@ -125,7 +126,7 @@ func since(t time.Time) string { return time.Since(t).Round(time.Second).String(
 // memLimitFrom is 1.5 times the floor's steady heap plus the Go runtime's
 // memory at the floor child's baseline (medians): near what a process
 // holding only the objects needs.
-func memLimitFrom(phases []Phase) (int64, error) {
+func memLimitFrom(phases []benchresults.Phase) (int64, error) {
 	var floor, base []float64
 	for _, p := range phases {
 		if p.Row == "floor" && p.MemLimit == 0 {
@@ -153,7 +154,7 @@ type measurer struct {
 
 // runChild measures v in a fresh child process behind a fresh proxy, and
 // checks through the proxy's counts that the child used v's strategy.
-func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run int) ([]Phase, error) {
+func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run int) ([]benchresults.Phase, error) {
 	label := fmt.Sprintf("%s run %d/%d", v.name, run+1, m.o.runs)
 	if memLimit > 0 {
 		label += fmt.Sprintf(" GOMEMLIMIT=%.0fMiB", mib(memLimit))
@@ -280,9 +281,9 @@ func (m *measurer) touch(ctx context.Context) error {
 
 // talk runs the parent's side of the protocol: it forces a relist when the
 // child asks and returns the child's result.
-func talk(stdout io.Reader, stdin io.WriteCloser, relist func() error) ([]Phase, error) {
+func talk(stdout io.Reader, stdin io.WriteCloser, relist func() error) ([]benchresults.Phase, error) {
 	defer stdin.Close()
-	var phases []Phase
+	var phases []benchresults.Phase
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {

@@ -7,22 +7,23 @@ import (
 	"strings"
 
 	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
 
 // series are the bars drawn for each row, top to bottom.
 var series = []struct {
 	name  string
 	color string
-	value func(Phase) int64
+	value func(benchresults.Phase) int64
 }{
-	{"peak heap (sampled)", "#d62728", func(p Phase) int64 { return p.PeakHeap }},
-	{"peak live (marked by a GC)", "#ff7f0e", func(p Phase) int64 { return p.PeakLive }},
-	{"steady heap (after GC)", "#1f77b4", func(p Phase) int64 { return p.SteadyHeap }},
+	{"peak heap (sampled)", "#d62728", func(p benchresults.Phase) int64 { return p.PeakHeap }},
+	{"peak live (marked by a GC)", "#ff7f0e", func(p benchresults.Phase) int64 { return p.PeakLive }},
+	{"steady heap (after GC)", "#1f77b4", func(p benchresults.Phase) int64 { return p.SteadyHeap }},
 }
 
 // chartSVG draws a horizontal bar chart of the rows' heap figures in MiB,
 // one group of bars per row.
-func chartSVG(title string, rows []Row) []byte {
+func chartSVG(title string, rows []benchresults.Row) []byte {
 	const (
 		width   = 980
 		labelW  = 250

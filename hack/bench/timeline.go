@@ -4,42 +4,14 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
-)
 
-// Timeline is the heap over an informer child's life, from the informer's
-// start through its initial sync and, for relist variants, the forced
-// relist: what the memory-over-time chart draws. Sizes are KiB above the
-// child's baseline heap, at Ms milliseconds after the start. Sampling pauses
-// between the sync and the relist, while the child checks its store (which
-// decodes every object of an encoded store), so that the timeline shows the
-// informer's memory, not the benchmark's.
-type Timeline struct {
-	Ms []int64 `json:"ms"`
-	// HeapKiB is the size of heap objects, garbage included.
-	HeapKiB []int64 `json:"heapKiB"`
-	// LiveKiB is the live heap the last GC marked: it changes only when a
-	// GC ends.
-	LiveKiB []int64 `json:"liveKiB"`
-	// Marks are the moments the child reached a step.
-	Marks []Mark `json:"marks"`
-	// Resumed holds the indices of the samples taken first after a pause.
-	Resumed []int `json:"resumed,omitempty"`
-}
-
-// Mark is one step of a child's life on its Timeline.
-type Mark struct {
-	Name string `json:"name"`
-	Ms   int64  `json:"ms"`
-}
-
-// The steps Marks name.
-const (
-	markSynced   = "synced"
-	markRelist   = "relist forced"
-	markRelisted = "relisted"
+	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
 
 // timelineRecorder samples the heap every interval in its own goroutine.
+// Sampling pauses between the sync and the relist, while the child checks
+// its store (which decodes every object of an encoded store), so that the
+// timeline shows the informer's memory, not the benchmark's.
 type timelineRecorder struct {
 	start    time.Time
 	baseline uint64
@@ -48,7 +20,7 @@ type timelineRecorder struct {
 
 	mu     sync.Mutex
 	paused bool
-	tl     Timeline
+	tl     benchresults.Timeline
 }
 
 // startTimeline samples every interval from now on; sizes are relative to
@@ -90,7 +62,7 @@ func (r *timelineRecorder) sample(samples []metrics.Sample) {
 func (r *timelineRecorder) mark(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.tl.Marks = append(r.tl.Marks, Mark{Name: name, Ms: time.Since(r.start).Milliseconds()})
+	r.tl.Marks = append(r.tl.Marks, benchresults.Mark{Name: name, Ms: time.Since(r.start).Milliseconds()})
 }
 
 // pause stops recording samples until resume.
@@ -111,7 +83,7 @@ func (r *timelineRecorder) resume() {
 
 // finish stops sampling after a last sample (unless paused) and returns
 // the timeline.
-func (r *timelineRecorder) finish() *Timeline {
+func (r *timelineRecorder) finish() *benchresults.Timeline {
 	close(r.stop)
 	<-r.done
 	r.sample([]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}})
