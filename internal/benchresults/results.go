@@ -20,7 +20,8 @@ type Results struct {
 	// bench objects included: what an informer lists.
 	TotalObjects int `json:"totalObjects"`
 	// PageSize is the LIST page size in objects of our paginated strategies
-	// and the floor; negative: our informer sized its pages itself.
+	// and the floor; negative: our informer sized its pages itself and the
+	// floor listed by 500.
 	PageSize int64 `json:"pageSize"`
 	// Limits describes the children's client-side rate limit (requests per
 	// second and burst); "" in files of runs before it was recorded.
