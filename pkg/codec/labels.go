@@ -1,0 +1,329 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Reading labels without decoding. Every generated top-level API type keeps
+// its ObjectMeta in protobuf field 1, and ObjectMeta keeps its labels in
+// field 11, a map written as one length-delimited entry (key: field 1, value:
+// field 2) per label. Walking the wire format to those entries costs a few
+// length skips per object, against a full decode.
+const (
+	objectMetaField = 1  // in every top-level type that embeds metav1.ObjectMeta
+	labelsField     = 11 // in metav1.ObjectMeta
+	entryKeyField   = 1  // in a map entry
+	entryValueField = 2
+)
+
+// errNotWalkable says that an encoding's labels cannot be read from its
+// bytes: the reader decodes the object instead.
+var errNotWalkable = errors.New("labels not readable from the encoding")
+
+// Labels are the labels of an encoded object. It implements labels.Labels
+// (Has, Get, Lookup), so a labels.Selector can match it. Read from protobuf,
+// it is a view over the encoding's bytes and allocates nothing per label:
+// the strings it returns share those bytes, which never change (a store
+// keeps an encoding as it is; Labels decompresses into bytes of its own).
+// The zero value has no labels.
+type Labels struct {
+	// entries is the ObjectMeta's bytes from its first labels entry on, or
+	// nil: then set holds the labels (read from a decoded object).
+	entries []byte
+	set     labels.Set
+}
+
+var _ labels.Labels = Labels{}
+
+// Has reports whether the object has the label.
+func (l Labels) Has(label string) bool {
+	_, ok := l.Lookup(label)
+	return ok
+}
+
+// Get returns the label's value, "" if the object does not have it.
+func (l Labels) Get(label string) string {
+	v, _ := l.Lookup(label)
+	return v
+}
+
+// Lookup returns the label's value and whether the object has it. As when
+// protobuf decodes a map, the last of entries with the same key wins.
+func (l Labels) Lookup(label string) (value string, ok bool) {
+	if l.entries == nil {
+		value, ok = l.set[label]
+		return value, ok
+	}
+	for key, v := range walkLabels(l.entries) {
+		if key == label {
+			value, ok = v, true
+		}
+	}
+	return value, ok
+}
+
+// walkLabels yields the label entries of ObjectMeta bytes that were checked
+// by findLabels (so that they parse), keys and values sharing the bytes.
+func walkLabels(b []byte) func(yield func(key, value string) bool) {
+	return func(yield func(key, value string) bool) {
+		for len(b) > 0 {
+			field, wireType, value, rest, err := nextField(b)
+			if err != nil {
+				return // findLabels checked the bytes: not reached
+			}
+			b = rest
+			if field != labelsField || wireType != wireBytes {
+				continue
+			}
+			key, val, err := mapEntry(value)
+			if err != nil {
+				return
+			}
+			if !yield(key, val) {
+				return
+			}
+		}
+	}
+}
+
+// Labels returns the labels of the object data encodes (data is what
+// Encode returned), reading them from the protobuf bytes where it can and
+// decoding the object otherwise (unstructured objects, a type that does not
+// keep its ObjectMeta in field 1, bytes it does not expect). The Labels stay
+// valid as long as the caller keeps them: they hold on to data, or to bytes
+// of their own.
+func (c *Codec) Labels(data []byte) (Labels, error) {
+	l, _, err := c.labelsOf(data)
+	return l, err
+}
+
+// MatchLabels returns a function that reports whether the labels of the
+// object an encoding stands for match sel. Where it had to decode the
+// object to tell (see Labels), it also returns the object it decoded (else
+// nil), so that a caller that wants the matches need not decode them twice.
+// The function must not be called concurrently; each call of MatchLabels
+// returns a new one.
+func (c *Codec) MatchLabels(sel labels.Selector) func(data []byte) (matches bool, decoded any, err error) {
+	var view Labels // one per matcher: sel.Matches(&view) then allocates nothing per object
+	return func(data []byte) (bool, any, error) {
+		l, obj, err := c.labelsOf(data)
+		if err != nil {
+			return false, nil, err
+		}
+		view = l
+		return sel.Matches(&view), obj, nil
+	}
+}
+
+// labelsOf returns the labels of data's object, and the object if it had
+// to decode it.
+func (c *Codec) labelsOf(data []byte) (Labels, any, error) {
+	v, n := binary.Uvarint(data)
+	if n <= 0 {
+		return Labels{}, nil, errors.New("reading labels: no kind number")
+	}
+	k, err := c.kinds.get(v >> 1)
+	if err != nil {
+		return Labels{}, nil, fmt.Errorf("reading labels: %w", err)
+	}
+	if !k.unstructured && hasObjectMetaInField1(k.typ) {
+		payload := data[n:]
+		if v&1 == 1 {
+			// A buffer of its own, never reused: the Labels' strings share it.
+			payload, err = c.decompress(k, v>>1, payload, nil)
+			if err != nil {
+				return Labels{}, nil, fmt.Errorf("reading labels: %w", err)
+			}
+		}
+		if entries, err := findLabels(payload); err == nil {
+			return Labels{entries: entries}, nil, nil
+		}
+	}
+	obj, err := c.Decode(data)
+	if err != nil {
+		return Labels{}, nil, fmt.Errorf("reading labels: %w", err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return Labels{}, nil, fmt.Errorf("reading labels: %T has no metadata: %w", obj, err)
+	}
+	return Labels{set: m.GetLabels()}, obj, nil
+}
+
+// decompress returns the decompressed payload of kind k (number id),
+// appended to dst.
+func (c *Codec) decompress(k *kind, id uint64, payload, dst []byte) ([]byte, error) {
+	var coder *zstdCoder
+	if k.zstd != nil {
+		coder = k.zstd.coder.Load()
+	}
+	if coder == nil {
+		return nil, fmt.Errorf("compressed, but kind %d has no dictionary", id)
+	}
+	out, err := coder.dec.DecodeAll(payload, dst)
+	if err != nil {
+		return nil, fmt.Errorf("decompressing: %w", err)
+	}
+	return out, nil
+}
+
+// objectMetaTypes caches hasObjectMetaInField1 by type.
+var objectMetaTypes sync.Map // reflect.Type -> bool
+
+var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+
+// hasObjectMetaInField1 reports whether the generated type t keeps a
+// metav1.ObjectMeta in protobuf field 1, as its struct tags say.
+func hasObjectMetaInField1(t reflect.Type) bool {
+	if ok, found := objectMetaTypes.Load(t); found {
+		return ok.(bool)
+	}
+	ok := false
+	if t.Kind() == reflect.Struct {
+		for i := range t.NumField() {
+			if f := t.Field(i); f.Type == objectMetaType && strings.HasPrefix(f.Tag.Get("protobuf"), "bytes,1,") {
+				ok = true
+				break
+			}
+		}
+	}
+	objectMetaTypes.Store(t, ok)
+	return ok
+}
+
+// findLabels returns the bytes of the top-level message b's ObjectMeta
+// (field 1) from its first labels entry on (empty if it has none). It checks
+// that b and the ObjectMeta parse, that field 1 occurs once (several would
+// be merged by a decoder: not what Encode writes), and that every labels
+// entry is a well-formed map entry; anything else is errNotWalkable.
+func findLabels(b []byte) ([]byte, error) {
+	var objectMeta []byte
+	found := false
+	for len(b) > 0 {
+		field, wireType, value, rest, err := nextField(b)
+		if err != nil {
+			return nil, err
+		}
+		b = rest
+		if field != objectMetaField {
+			continue
+		}
+		if wireType != wireBytes || found {
+			return nil, errNotWalkable
+		}
+		objectMeta, found = value, true
+	}
+	var first []byte
+	for m := objectMeta; len(m) > 0; {
+		field, wireType, value, rest, err := nextField(m)
+		if err != nil {
+			return nil, err
+		}
+		if field == labelsField {
+			if wireType != wireBytes {
+				return nil, errNotWalkable
+			}
+			if _, _, err := mapEntry(value); err != nil {
+				return nil, err
+			}
+			if first == nil {
+				first = m
+			}
+		}
+		m = rest
+	}
+	if first == nil {
+		return []byte{}, nil // no labels, read from the bytes (nil would mean "decoded")
+	}
+	return first, nil
+}
+
+// Protobuf wire types.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+// nextField splits b's first field off: its number, wire type, the bytes
+// of a length-delimited value (nil for the others) and the rest of b.
+// Groups (wire types 3 and 4), which no generated API type uses, and
+// anything malformed are errNotWalkable.
+func nextField(b []byte) (field uint64, wireType int, value, rest []byte, err error) {
+	tag, n := binary.Uvarint(b)
+	if n <= 0 || tag>>3 == 0 {
+		return 0, 0, nil, nil, errNotWalkable
+	}
+	b = b[n:]
+	field, wireType = tag>>3, int(tag&7)
+	switch wireType {
+	case wireVarint:
+		if _, n = binary.Uvarint(b); n <= 0 {
+			return 0, 0, nil, nil, errNotWalkable
+		}
+		return field, wireType, nil, b[n:], nil
+	case wireFixed64, wireFixed32:
+		size := 8
+		if wireType == wireFixed32 {
+			size = 4
+		}
+		if len(b) < size {
+			return 0, 0, nil, nil, errNotWalkable
+		}
+		return field, wireType, nil, b[size:], nil
+	case wireBytes:
+		length, n := binary.Uvarint(b)
+		if n <= 0 || length > uint64(len(b)-n) {
+			return 0, 0, nil, nil, errNotWalkable
+		}
+		b = b[n:]
+		return field, wireType, b[:length:length], b[length:], nil
+	}
+	return 0, 0, nil, nil, errNotWalkable
+}
+
+// mapEntry returns the key and value of a map<string, string> entry, as
+// the generated decoder reads them: missing ones are "", a repeated one's
+// last occurrence wins, other fields are skipped. The strings share b.
+func mapEntry(b []byte) (key, value string, err error) {
+	for len(b) > 0 {
+		field, wireType, v, rest, err := nextField(b)
+		if err != nil {
+			return "", "", err
+		}
+		b = rest
+		switch field {
+		case entryKeyField, entryValueField:
+			if wireType != wireBytes {
+				return "", "", errNotWalkable
+			}
+			if field == entryKeyField {
+				key = bytesString(v)
+			} else {
+				value = bytesString(v)
+			}
+		}
+	}
+	return key, value, nil
+}
+
+// bytesString returns b as a string without copying it. Callers pass bytes
+// that never change: an encoding a store keeps, or a buffer that only
+// the Labels reading it hold.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
