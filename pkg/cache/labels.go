@@ -87,8 +87,8 @@ func (c *Indexer) ListByLabels(q LabelQuery) ([]any, error) {
 
 // labelMatcher matches what the store holds against a selector.
 type labelMatcher struct {
-	c       *Indexer
-	sel     klabels.Selector
+	c         *Indexer
+	sel       klabels.Selector
 	fromBytes func(data []byte) (bool, any, error) // nil: the codec is no LabelReader
 }
 

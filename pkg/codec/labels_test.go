@@ -49,7 +49,7 @@ func checkLabels(t *testing.T, c *Codec, name string, data []byte) (fromBytes bo
 		t.Fatalf("%s: Labels: %v", name, err)
 	}
 	got := allLabels(l)
-	if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, map[string]string(want))) {
+	if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
 		t.Fatalf("%s: labels read from the bytes %v, decoded %v", name, got, want)
 	}
 	for k, v := range want {

@@ -33,6 +33,20 @@ func NewCache(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 // size, backoff, relist reuse, metrics) applied to every informer of the
 // cache. Invalid options make the returned function fail (so a manager
 // fails to start) with the error of ValidateOptions.
+//
+// With WithEncodedStore, the cache also answers a List with a label
+// selector from the store without decoding the objects that do not match
+// (controller-runtime's reader lists, and so would decode, every object of
+// the type before it filters): cluster-wide or in one namespace, with or
+// without Limit, typed, unstructured or metadata-only, it returns what
+// controller-runtime's reader returns (the same items, their GVK as the
+// reader sets it, Limit, the "continue-not-supported" token). A List with a
+// field selector or a continue token, of a type whose informer is not this
+// package's or has not synced, of a multi-namespace cache (DefaultNamespaces,
+// ByObject Namespaces), or of any type with ReaderFailOnMissingInformer set,
+// goes to controller-runtime's reader unchanged. Only typed and
+// metadata-only objects have labels read from their encodings; unstructured
+// ones are decoded to be matched, as before.
 func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 	return func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 		s := opts.Scheme
@@ -65,7 +79,11 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 					informerOpts...)
 			}
 		}
-		return crcache.New(cfg, opts)
+		cc, err := crcache.New(cfg, opts)
+		if err != nil || !c.encoded {
+			return cc, err
+		}
+		return newLabelListCache(cc, s, opts)
 	}
 }
 

@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -44,9 +45,10 @@ func WithEncodedStore(opts ...codec.Option) Option {
 func (c *config) indexerOptions() []cache.Option {
 	opts := []cache.Option{cache.WithRelistReuse(c.relistReuse)}
 	if c.encoded {
-		var cc cache.Codec = codec.New(c.codecOpts...)
+		enc := codec.New(c.codecOpts...)
+		var cc cache.Codec = enc
 		if c.readKind != nil {
-			cc = kindSetter{Codec: cc, gvk: *c.readKind}
+			cc = kindSetter{Codec: enc, gvk: *c.readKind}
 		}
 		opts = append(opts, cache.WithCodec(cc))
 	}
@@ -63,16 +65,33 @@ func withReadKind(gvk schema.GroupVersionKind) Option {
 
 // kindSetter gives decoded objects without a kind the informer's.
 type kindSetter struct {
-	cache.Codec
+	*codec.Codec
 	gvk schema.GroupVersionKind
 }
 
+var _ cache.LabelReader = kindSetter{}
+
 func (k kindSetter) Decode(data []byte) (any, error) {
 	obj, err := k.Codec.Decode(data)
+	k.setKind(obj)
+	return obj, err
+}
+
+// MatchLabels is the codec's (the store's ListByLabels reads labels with
+// it); an object it decodes to tell gets the kind too.
+func (k kindSetter) MatchLabels(sel labels.Selector) func(data []byte) (bool, any, error) {
+	match := k.Codec.MatchLabels(sel)
+	return func(data []byte) (bool, any, error) {
+		matches, obj, err := match(data)
+		k.setKind(obj)
+		return matches, obj, err
+	}
+}
+
+func (k kindSetter) setKind(obj any) {
 	if o, ok := obj.(runtime.Object); ok && o.GetObjectKind().GroupVersionKind().Empty() {
 		o.GetObjectKind().SetGroupVersionKind(k.gvk)
 	}
-	return obj, err
 }
 
 // mutationDetector returns client-go's cache mutation detector (a no-op

@@ -1,0 +1,159 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/leaninformer/leaninformer/pkg/cache"
+)
+
+// labelListCache is the controller-runtime cache of NewCacheWith with the
+// encoded store. controller-runtime's reader lists every object of a type
+// and then filters by labels, which on an encoded store decodes them all;
+// labelListCache answers a List with a label selector from the store's
+// ListByLabels, which decodes only the matches, and returns what
+// controller-runtime's reader would. Every List it cannot prove it answers
+// the same way goes to controller-runtime's cache unchanged.
+type labelListCache struct {
+	crcache.Cache
+	scheme *runtime.Scheme
+	// noDeepCopy is the UnsafeDisableDeepCopy of each type's reader by
+	// GVK (ByObject), else defaultNoDeepCopy: a reader that copies also sets
+	// the GVK on what it returns.
+	noDeepCopy        map[schema.GroupVersionKind]bool
+	defaultNoDeepCopy bool
+}
+
+// newLabelListCache wraps c, made by controller-runtime from opts, or
+// returns it as it is where every List must go to controller-runtime:
+// readers that fail on a missing informer (finding ours would start one).
+func newLabelListCache(c crcache.Cache, s *runtime.Scheme, opts crcache.Options) (crcache.Cache, error) {
+	if opts.ReaderFailOnMissingInformer {
+		return c, nil
+	}
+	l := &labelListCache{Cache: c, scheme: s, noDeepCopy: map[schema.GroupVersionKind]bool{},
+		defaultNoDeepCopy: ptr.Deref(opts.DefaultUnsafeDisableDeepCopy, false)}
+	for obj, byObject := range opts.ByObject {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return nil, fmt.Errorf("the GVK of ByObject entry %T: %w", obj, err)
+		}
+		l.noDeepCopy[gvk] = ptr.Deref(byObject.UnsafeDisableDeepCopy, l.defaultNoDeepCopy)
+	}
+	return l, nil
+}
+
+// List lists from the encoded store when opts select by labels, else
+// through controller-runtime's cache.
+func (l *labelListCache) List(ctx context.Context, out client.ObjectList, opts ...client.ListOption) error {
+	if done, err := l.listByLabels(ctx, out, opts); done {
+		return err
+	}
+	return l.Cache.List(ctx, out, opts...)
+}
+
+// NeedLeaderElection is the wrapped cache's answer, as a manager would get
+// it (controller-runtime's single-namespace cache does not need leader
+// election; a runnable that does not say so does).
+func (l *labelListCache) NeedLeaderElection() bool {
+	if r, ok := l.Cache.(interface{ NeedLeaderElection() bool }); ok {
+		return r.NeedLeaderElection()
+	}
+	return true
+}
+
+// listByLabels answers the List if it can (done), as controller-runtime's
+// CacheReader.List does: a label selector and no field selector or
+// continue token, on a type whose informer is ours, synced, with an encoded
+// store (any other informer is a multi-namespace cache's or the caller's).
+func (l *labelListCache) listByLabels(ctx context.Context, out client.ObjectList, opts []client.ListOption) (done bool, err error) {
+	var listOpts client.ListOptions
+	listOpts.ApplyOptions(opts)
+	if listOpts.LabelSelector == nil || listOpts.FieldSelector != nil || listOpts.Continue != "" {
+		return false, nil
+	}
+	gvk, obj, ok := l.itemType(out)
+	if !ok {
+		return false, nil // controller-runtime returns the error
+	}
+	// Not blocking: an informer that has not synced (or a cache that has not
+	// started) is controller-runtime's to wait for or to refuse.
+	inf, err := l.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return false, nil
+	}
+	ours, ok := inf.(*SharedIndexInformer)
+	if !ok || !ours.cfg.encoded || !ours.HasSynced() {
+		return false, nil
+	}
+	q := cache.LabelQuery{Selector: listOpts.LabelSelector, Limit: int(max(listOpts.Limit, 0))}
+	if listOpts.Namespace != "" {
+		q.IndexName, q.IndexedValue = toolscache.NamespaceIndex, listOpts.Namespace
+	}
+	objs, err := ours.indexer.ListByLabels(q)
+	if err != nil {
+		return true, err
+	}
+	noDeepCopy, found := l.noDeepCopy[gvk]
+	if !found {
+		noDeepCopy = l.defaultNoDeepCopy
+	}
+	setGVK := !noDeepCopy && !ptr.Deref(listOpts.UnsafeDisableDeepCopy, false)
+	items := make([]runtime.Object, 0, len(objs))
+	for _, item := range objs {
+		o, isObj := item.(runtime.Object)
+		if !isObj {
+			return true, fmt.Errorf("cache contained %T, which is not an Object", item)
+		}
+		if setGVK {
+			// controller-runtime's reader sets it on the copy it makes; this
+			// object is already a fresh decode.
+			o.GetObjectKind().SetGroupVersionKind(gvk)
+		}
+		items = append(items, o)
+	}
+	if err := apimeta.SetList(out, items); err != nil {
+		return true, err
+	}
+	out.SetContinue("continue-not-supported")
+	return true, nil
+}
+
+// itemType returns the GVK and an object of the items of list, as
+// controller-runtime's cache finds the informer of a List: ok is false
+// where it would fail.
+func (l *labelListCache) itemType(list client.ObjectList) (schema.GroupVersionKind, client.Object, bool) {
+	gvk, err := apiutil.GVKForObject(list, l.scheme)
+	if err != nil {
+		return gvk, nil, false
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	switch list.(type) {
+	case runtime.Unstructured:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return gvk, u, true
+	case *metav1.PartialObjectMetadataList:
+		pom := &metav1.PartialObjectMetadata{}
+		pom.SetGroupVersionKind(gvk)
+		return gvk, pom, true
+	}
+	obj, err := l.scheme.New(gvk)
+	if err != nil {
+		return gvk, nil, false
+	}
+	o, ok := obj.(client.Object)
+	return gvk, o, ok
+}

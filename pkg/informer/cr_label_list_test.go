@@ -1,0 +1,170 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// fakeCRCache stands for controller-runtime's cache: it hands out one
+// informer and counts the Lists it is given.
+type fakeCRCache struct {
+	crcache.Cache
+	inf       crcache.Informer
+	getErr    error
+	delegated int
+}
+
+func (f *fakeCRCache) GetInformer(context.Context, client.Object, ...crcache.InformerGetOption) (crcache.Informer, error) {
+	return f.inf, f.getErr
+}
+
+func (f *fakeCRCache) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	f.delegated++
+	return nil
+}
+
+// TestLabelListCacheAnswersOrDelegates checks which Lists NewCacheWith's
+// cache answers from the encoded store and that its answers are those of
+// controller-runtime's reader: the matching items, the GVK set where the
+// reader copies, the limit and the continue token.
+func TestLabelListCacheAnswersOrDelegates(t *testing.T) {
+	s := newServer(t, 0)
+	var labelled []string
+	if err := s.CreateN(30, func(i int) kruntime.Object {
+		cm := configMap(fmt.Sprintf("cm-%02d", i))
+		if i%3 == 0 {
+			cm.Labels = map[string]string{"app": "a"}
+			labelled = append(labelled, cm.Name)
+		}
+		return cm
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cmKind := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	encoded := newInformer(s, 0, WithEncodedStore())
+	kinded := newInformer(s, 0, WithEncodedStore(), withReadKind(cmKind))
+	plain := newInformer(s, 0)
+	for _, inf := range []*SharedIndexInformer{encoded, kinded, plain} {
+		run(t, inf)
+		waitSynced(t, inf)
+	}
+	unsynced := newInformer(s, 0, WithEncodedStore())
+	foreign := toolscache.NewSharedIndexInformer(s.ListerWatcher(), &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+
+	byLabel := client.MatchingLabels{"app": "a"}
+	for _, tc := range []struct {
+		name       string
+		inf        crcache.Informer
+		getErr     error
+		noDeepCopy bool
+		opts       []client.ListOption
+		want       []string // nil: delegated
+		wantKind   string
+	}{
+		{"label selector, DeepCopy off, kind from the store", kinded, nil, true, []client.ListOption{byLabel}, labelled, "ConfigMap"},
+		{"label selector, DeepCopy off, stored without kind", encoded, nil, true, []client.ListOption{byLabel}, labelled, ""},
+		{"label selector, DeepCopy on: the reader sets the kind", encoded, nil, false, []client.ListOption{byLabel}, labelled, "ConfigMap"},
+		{"per-List UnsafeDisableDeepCopy", encoded, nil, false, []client.ListOption{byLabel, client.UnsafeDisableDeepCopy}, labelled, ""},
+		{"namespace", kinded, nil, true, []client.ListOption{byLabel, client.InNamespace(testNamespace)}, labelled, "ConfigMap"},
+		{"other namespace", kinded, nil, true, []client.ListOption{byLabel, client.InNamespace("other")}, []string{}, "ConfigMap"},
+		{"limit", kinded, nil, true, []client.ListOption{byLabel, client.Limit(4)}, labelled[:4], "ConfigMap"},
+		{"no selector", kinded, nil, true, []client.ListOption{client.InNamespace(testNamespace)}, nil, ""},
+		{"field selector", kinded, nil, true, []client.ListOption{byLabel, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", "cm-00")}}, nil, ""},
+		{"continue", kinded, nil, true, []client.ListOption{byLabel, client.Continue("x")}, nil, ""},
+		{"plain store", plain, nil, true, []client.ListOption{byLabel}, nil, ""},
+		{"not synced", unsynced, nil, true, []client.ListOption{byLabel}, nil, ""},
+		{"client-go's informer", foreign, nil, true, []client.ListOption{byLabel}, nil, ""},
+		{"GetInformer fails", nil, errors.New("no"), true, []client.ListOption{byLabel}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCRCache{inf: tc.inf, getErr: tc.getErr}
+			l := &labelListCache{Cache: f, scheme: defaultScheme, defaultNoDeepCopy: tc.noDeepCopy}
+			var list corev1.ConfigMapList
+			if err := l.List(context.Background(), &list, tc.opts...); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				if f.delegated != 1 {
+					t.Fatalf("delegated %d Lists, want 1", f.delegated)
+				}
+				return
+			}
+			if f.delegated != 0 {
+				t.Fatal("delegated a List the store answers")
+			}
+			var names []string
+			for _, cm := range list.Items {
+				names = append(names, cm.Name)
+				if cm.Kind != tc.wantKind || (tc.wantKind != "" && cm.APIVersion != "v1") {
+					t.Fatalf("%s has kind %q %q, want %q", cm.Name, cm.APIVersion, cm.Kind, tc.wantKind)
+				}
+			}
+			slices.Sort(names)
+			if len(names) != len(tc.want) || !isSubset(names, labelled) {
+				t.Fatalf("listed %v, want %d of %v", names, len(tc.want), labelled)
+			}
+			if list.Items == nil || list.Continue != "continue-not-supported" {
+				t.Fatalf("Items %v (nil: %v), Continue %q: want what controller-runtime's reader sets", list.Items, list.Items == nil, list.Continue)
+			}
+		})
+	}
+
+	t.Run("an unknown list type", func(t *testing.T) {
+		f := &fakeCRCache{inf: kinded}
+		l := &labelListCache{Cache: f, scheme: kruntime.NewScheme()}
+		if err := l.List(context.Background(), &corev1.ConfigMapList{}, byLabel); err != nil || f.delegated != 1 {
+			t.Fatalf("List = %v with %d delegated, want controller-runtime's answer", err, f.delegated)
+		}
+	})
+}
+
+func isSubset(names, of []string) bool {
+	for _, n := range names {
+		if !slices.Contains(of, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestNewLabelListCacheOptions checks the reader settings the cache takes
+// from controller-runtime's options.
+func TestNewLabelListCacheOptions(t *testing.T) {
+	inner := &fakeCRCache{}
+	c, err := newLabelListCache(inner, defaultScheme, crcache.Options{ReaderFailOnMissingInformer: true})
+	if err != nil || c != crcache.Cache(inner) {
+		t.Fatalf("ReaderFailOnMissingInformer: %T, %v; want controller-runtime's cache as it is", c, err)
+	}
+	c, err = newLabelListCache(inner, defaultScheme, crcache.Options{
+		DefaultUnsafeDisableDeepCopy: ptr.To(true),
+		ByObject: map[client.Object]crcache.ByObject{
+			&corev1.ConfigMap{}: {UnsafeDisableDeepCopy: ptr.To(false)},
+			&corev1.Secret{}:    {},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.(*labelListCache)
+	cm, secret := corev1.SchemeGroupVersion.WithKind("ConfigMap"), corev1.SchemeGroupVersion.WithKind("Secret")
+	if !l.defaultNoDeepCopy || l.noDeepCopy[cm] || !l.noDeepCopy[secret] {
+		t.Fatalf("default %v, ConfigMap %v, Secret %v; want true, false (its own), true (the default)", l.defaultNoDeepCopy, l.noDeepCopy[cm], l.noDeepCopy[secret])
+	}
+	if !l.NeedLeaderElection() {
+		t.Fatal("NeedLeaderElection of a cache that does not say: false, want true as a manager reads it")
+	}
+	if _, err := newLabelListCache(inner, kruntime.NewScheme(), crcache.Options{ByObject: map[client.Object]crcache.ByObject{&corev1.Secret{}: {}}}); err == nil {
+		t.Fatal("a ByObject type the scheme does not know: no error")
+	}
+}
