@@ -37,8 +37,9 @@ var errNotWalkable = errors.New("labels not readable from the encoding")
 // keeps an encoding as it is; Labels decompresses into bytes of its own).
 // The zero value has no labels.
 type Labels struct {
-	// entries is the ObjectMeta's bytes from its first labels entry on, or
-	// nil: then set holds the labels (read from a decoded object).
+	// entries is the ObjectMeta's bytes from its first labels entry to the
+	// end of its last (other fields between them are skipped), or nil: then
+	// set holds the labels (read from a decoded object).
 	entries []byte
 	set     labels.Set
 }
@@ -202,7 +203,8 @@ func hasObjectMetaInField1(t reflect.Type) bool {
 }
 
 // findLabels returns the bytes of the top-level message b's ObjectMeta
-// (field 1) from its first labels entry on (empty if it has none). It checks
+// (field 1) from the start of its first labels entry to the end of its last
+// (empty if it has none). It checks
 // that b and the ObjectMeta parse, that field 1 occurs once (several would
 // be merged by a decoder: not what Encode writes), and that every labels
 // entry is a well-formed map entry; anything else is errNotWalkable.
@@ -223,7 +225,9 @@ func findLabels(b []byte) ([]byte, error) {
 		}
 		objectMeta, found = value, true
 	}
-	var first []byte
+	// The span from the first labels entry to the end of the last one:
+	// Encode writes them one after the other, so Lookup walks them alone.
+	start, end := -1, 0
 	for m := objectMeta; len(m) > 0; {
 		field, wireType, value, rest, err := nextField(m)
 		if err != nil {
@@ -236,16 +240,17 @@ func findLabels(b []byte) ([]byte, error) {
 			if _, _, err := mapEntry(value); err != nil {
 				return nil, err
 			}
-			if first == nil {
-				first = m
+			if start < 0 {
+				start = len(objectMeta) - len(m)
 			}
+			end = len(objectMeta) - len(rest)
 		}
 		m = rest
 	}
-	if first == nil {
+	if start < 0 {
 		return []byte{}, nil // no labels, read from the bytes (nil would mean "decoded")
 	}
-	return first, nil
+	return objectMeta[start:end:end], nil
 }
 
 // Protobuf wire types.
@@ -261,7 +266,7 @@ const (
 // Groups (wire types 3 and 4), which no generated API type uses, and
 // anything malformed are errNotWalkable.
 func nextField(b []byte) (field uint64, wireType int, value, rest []byte, err error) {
-	tag, n := binary.Uvarint(b)
+	tag, n := uvarint(b)
 	if n <= 0 || tag>>3 == 0 {
 		return 0, 0, nil, nil, errNotWalkable
 	}
@@ -269,7 +274,7 @@ func nextField(b []byte) (field uint64, wireType int, value, rest []byte, err er
 	field, wireType = tag>>3, int(tag&7)
 	switch wireType {
 	case wireVarint:
-		if _, n = binary.Uvarint(b); n <= 0 {
+		if _, n = uvarint(b); n <= 0 {
 			return 0, 0, nil, nil, errNotWalkable
 		}
 		return field, wireType, nil, b[n:], nil
@@ -283,7 +288,7 @@ func nextField(b []byte) (field uint64, wireType int, value, rest []byte, err er
 		}
 		return field, wireType, nil, b[size:], nil
 	case wireBytes:
-		length, n := binary.Uvarint(b)
+		length, n := uvarint(b)
 		if n <= 0 || length > uint64(len(b)-n) {
 			return 0, 0, nil, nil, errNotWalkable
 		}
@@ -291,6 +296,15 @@ func nextField(b []byte) (field uint64, wireType int, value, rest []byte, err er
 		return field, wireType, b[:length:length], b[length:], nil
 	}
 	return 0, 0, nil, nil, errNotWalkable
+}
+
+// uvarint is binary.Uvarint with the one-byte case (most tags and
+// lengths) inline.
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return binary.Uvarint(b)
 }
 
 // mapEntry returns the key and value of a map<string, string> entry, as

@@ -18,6 +18,7 @@ import (
 	"github.com/leaninformer/leaninformer/internal/benchsize"
 	"github.com/leaninformer/leaninformer/internal/cputime"
 	"github.com/leaninformer/leaninformer/internal/testenv"
+	"github.com/leaninformer/leaninformer/pkg/codec"
 	"github.com/leaninformer/leaninformer/pkg/informer"
 )
 
@@ -39,6 +40,7 @@ func BenchmarkReadsThroughControllerRuntime(b *testing.B) {
 	}{
 		{"cache=controller-runtime", crcache.New},
 		{"cache=leaninformer-encoded", informer.NewCacheWith(informer.WithEncodedStore(), informer.WithMetrics(nil))},
+		{"cache=leaninformer-encoded-zstd", informer.NewCacheWith(informer.WithEncodedStore(codec.WithCompression()), informer.WithMetrics(nil))},
 	}
 	reads := []struct {
 		name string
