@@ -27,7 +27,9 @@ import (
 // and all objects, with a label selector and without (a namespace holds
 // 100). Side by side: controller-runtime's default cache (client-go's
 // informer, a DeepCopy per object read) and leaninformer's on the encoded
-// store (a decode per object, controller-runtime's DeepCopy off). It starts
+// store, without and with compression (a decode per object returned,
+// controller-runtime's DeepCopy off; label selectors are matched on the
+// encodings, see NewCacheWith). It starts
 // a real API server with envtest and creates the objects (a minute or two).
 // Run with:
 //
