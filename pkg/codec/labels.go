@@ -65,36 +65,20 @@ func (l Labels) Lookup(label string) (value string, ok bool) {
 		value, ok = l.set[label]
 		return value, ok
 	}
-	for key, v := range walkLabels(l.entries) {
-		if key == label {
+	for b := l.entries; len(b) > 0; {
+		field, wireType, entry, rest, err := nextField(b)
+		if err != nil {
+			break // findLabels checked the bytes: not reached
+		}
+		b = rest
+		if field != labelsField || wireType != wireBytes {
+			continue
+		}
+		if key, v, err := mapEntry(entry); err == nil && key == label {
 			value, ok = v, true
 		}
 	}
 	return value, ok
-}
-
-// walkLabels yields the label entries of ObjectMeta bytes that were checked
-// by findLabels (so that they parse), keys and values sharing the bytes.
-func walkLabels(b []byte) func(yield func(key, value string) bool) {
-	return func(yield func(key, value string) bool) {
-		for len(b) > 0 {
-			field, wireType, value, rest, err := nextField(b)
-			if err != nil {
-				return // findLabels checked the bytes: not reached
-			}
-			b = rest
-			if field != labelsField || wireType != wireBytes {
-				continue
-			}
-			key, val, err := mapEntry(value)
-			if err != nil {
-				return
-			}
-			if !yield(key, val) {
-				return
-			}
-		}
-	}
 }
 
 // Labels returns the labels of the object data encodes (data is what
@@ -104,7 +88,7 @@ func walkLabels(b []byte) func(yield func(key, value string) bool) {
 // valid as long as the caller keeps them: they hold on to data, or to bytes
 // of their own.
 func (c *Codec) Labels(data []byte) (Labels, error) {
-	l, _, err := c.labelsOf(data)
+	l, _, err := c.labelsOf(data, nil)
 	return l, err
 }
 
@@ -116,8 +100,9 @@ func (c *Codec) Labels(data []byte) (Labels, error) {
 // returns a new one.
 func (c *Codec) MatchLabels(sel labels.Selector) func(data []byte) (matches bool, decoded any, err error) {
 	var view Labels // one per matcher: sel.Matches(&view) then allocates nothing per object
+	var kinds kindCache
 	return func(data []byte) (bool, any, error) {
-		l, obj, err := c.labelsOf(data)
+		l, obj, err := c.labelsOf(data, &kinds)
 		if err != nil {
 			return false, nil, err
 		}
@@ -126,9 +111,33 @@ func (c *Codec) MatchLabels(sel labels.Selector) func(data []byte) (matches bool
 	}
 }
 
+// kindCache remembers, for one matcher, whether the last kind number it
+// saw can have its labels read from the bytes: a store holds one kind or a
+// few, so this saves a lookup by type per object.
+type kindCache struct {
+	id     uint64
+	valid  bool
+	field1 bool // the kind keeps ObjectMeta in field 1
+}
+
+// walkable reports whether kind k, numbered id, keeps ObjectMeta in field 1
+// of its protobuf encoding.
+func (kc *kindCache) walkable(id uint64, k *kind) bool {
+	if k.unstructured {
+		return false
+	}
+	if kc == nil {
+		return hasObjectMetaInField1(k.typ)
+	}
+	if !kc.valid || kc.id != id {
+		*kc = kindCache{id: id, valid: true, field1: hasObjectMetaInField1(k.typ)}
+	}
+	return kc.field1
+}
+
 // labelsOf returns the labels of data's object, and the object if it had
-// to decode it.
-func (c *Codec) labelsOf(data []byte) (Labels, any, error) {
+// to decode it; kinds (nil: none) caches what it learns about kinds.
+func (c *Codec) labelsOf(data []byte, kinds *kindCache) (Labels, any, error) {
 	v, n := binary.Uvarint(data)
 	if n <= 0 {
 		return Labels{}, nil, errors.New("reading labels: no kind number")
@@ -137,7 +146,7 @@ func (c *Codec) labelsOf(data []byte) (Labels, any, error) {
 	if err != nil {
 		return Labels{}, nil, fmt.Errorf("reading labels: %w", err)
 	}
-	if !k.unstructured && hasObjectMetaInField1(k.typ) {
+	if kinds.walkable(v>>1, k) {
 		payload := data[n:]
 		if v&1 == 1 {
 			// A buffer of its own, never reused: the Labels' strings share it.
@@ -266,6 +275,13 @@ const (
 // Groups (wire types 3 and 4), which no generated API type uses, and
 // anything malformed are errNotWalkable.
 func nextField(b []byte) (field uint64, wireType int, value, rest []byte, err error) {
+	// Most fields of ObjectMeta and its labels: a one-byte tag of a
+	// length-delimited field shorter than 128 bytes.
+	if len(b) >= 2 && b[0] < 0x80 && b[0]&7 == wireBytes && b[0]>>3 != 0 && b[1] < 0x80 {
+		if end := 2 + int(b[1]); end <= len(b) {
+			return uint64(b[0] >> 3), wireBytes, b[2:end:end], b[end:], nil
+		}
+	}
 	tag, n := uvarint(b)
 	if n <= 0 || tag>>3 == 0 {
 		return 0, 0, nil, nil, errNotWalkable

@@ -18,6 +18,30 @@ import (
 	"github.com/leaninformer/leaninformer/internal/testobjects"
 )
 
+// walkLabels yields the label entries of ObjectMeta bytes that findLabels
+// checked, as Lookup reads them.
+func walkLabels(b []byte) func(yield func(key, value string) bool) {
+	return func(yield func(key, value string) bool) {
+		for len(b) > 0 {
+			field, wireType, value, rest, err := nextField(b)
+			if err != nil {
+				return // findLabels checked the bytes: not reached
+			}
+			b = rest
+			if field != labelsField || wireType != wireBytes {
+				continue
+			}
+			key, val, err := mapEntry(value)
+			if err != nil {
+				return
+			}
+			if !yield(key, val) {
+				return
+			}
+		}
+	}
+}
+
 // allLabels returns every label l holds, as decoding would give them.
 func allLabels(l Labels) map[string]string {
 	if l.entries == nil {
@@ -137,8 +161,8 @@ func randomLabels(r *rand.Rand) map[string]string {
 	return m
 }
 
-// TestLabelsRandom reads random label maps of ConfigMaps and
-// PartialObjectMetadata, with and without compression (enough objects for
+// TestLabelsRandom reads random label maps of ConfigMaps,
+// PartialObjectMetadata and unstructured objects, with and without compression (enough objects for
 // the codec to train its dictionary and compress), and checks that
 // selectors match the labels read as they match the decoded ones.
 func TestLabelsRandom(t *testing.T) {
@@ -153,15 +177,29 @@ func TestLabelsRandom(t *testing.T) {
 			mustParse(t, "a in (b, app), x notin (a)"),
 			mustParse(t, "example.com/a!=b"),
 		}
-		for i := range 4 * TrainingSamples {
+		// One matcher per selector for every object: it sees the kinds in turn.
+		matchers := make([]func([]byte) (bool, any, error), len(selectors))
+		for i, sel := range selectors {
+			matchers[i] = c.MatchLabels(sel)
+		}
+		for i := range 6 * TrainingSamples {
 			var obj runtime.Object
 			om := metav1.ObjectMeta{Name: fmt.Sprintf("o-%d", i), Namespace: "ns", Labels: randomLabels(r),
 				Annotations: map[string]string{"note": "after the labels"}, Finalizers: []string{"f"}}
-			if i%2 == 0 {
+			switch i % 3 {
+			case 0:
 				obj = &corev1.ConfigMap{ObjectMeta: om, Data: map[string]string{"k": fmt.Sprint(i)}}
-			} else {
+			case 1:
 				obj = &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: om}
+			case 2:
+				u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
+				u.SetName(om.Name)
+				if om.Labels != nil {
+					u.SetLabels(om.Labels)
+				}
+				obj = u
 			}
+			_, isUnstructured := obj.(*unstructured.Unstructured)
 			data, err := c.Encode(obj)
 			if err != nil {
 				t.Fatal(err)
@@ -169,12 +207,12 @@ func TestLabelsRandom(t *testing.T) {
 			if v, _ := binary.Uvarint(data); v&1 == 1 {
 				compressed++
 			}
-			if !checkLabels(t, c, om.Name, data) {
-				t.Fatalf("%s: labels not read from the bytes", om.Name)
+			if got := checkLabels(t, c, om.Name, data); got == isUnstructured {
+				t.Fatalf("%s (%T): labels read from the bytes: %v", om.Name, obj, got)
 			}
-			for _, sel := range selectors {
-				got, decoded, err := c.MatchLabels(sel)(data)
-				if err != nil || decoded != nil {
+			for j, sel := range selectors {
+				got, decoded, err := matchers[j](data)
+				if err != nil || (decoded != nil) != isUnstructured {
 					t.Fatalf("%s: MatchLabels(%s): decoded %v, %v", om.Name, sel, decoded, err)
 				}
 				if want := sel.Matches(labels.Set(om.Labels)); got != want {
