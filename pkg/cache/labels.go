@@ -14,9 +14,9 @@ import (
 // that does not implement it, ListByLabels decodes every candidate.
 type LabelReader interface {
 	// MatchLabels returns a function that reports whether the labels of
-	// the object an encoding stands for match sel. If it decoded the object
-	// to tell, it returns the object too (else nil), which the caller then
-	// owns. The function is called by one goroutine at a time.
+	// the object an encoding stands for match sel. For a match, it may
+	// return the object too, decoded as Decode would (else nil), which the
+	// caller then owns. The function is called by one goroutine at a time.
 	MatchLabels(sel klabels.Selector) func(data []byte) (matches bool, decoded any, err error)
 }
 

@@ -86,7 +86,7 @@ func TestListByLabelsAgainstListAndFilter(t *testing.T) {
 			s := NewIndexer(toolscache.MetaNamespaceKeyFunc, nsIndexers(), opts...)
 			r := rand.New(rand.NewSource(7))
 			for round := range 3 {
-				for range 400 {
+				for range 300 {
 					o := randomLabelled(r, r.Intn(600))
 					var err error
 					if r.Intn(8) == 0 {

@@ -88,27 +88,47 @@ func (l Labels) Lookup(label string) (value string, ok bool) {
 // valid as long as the caller keeps them: they hold on to data, or to bytes
 // of their own.
 func (c *Codec) Labels(data []byte) (Labels, error) {
-	l, _, err := c.labelsOf(data, nil)
-	return l, err
+	r, err := c.labelsOf(data, nil)
+	return r.labels, err
 }
 
 // MatchLabels returns a function that reports whether the labels of the
-// object an encoding stands for match sel. Where it had to decode the
-// object to tell (see Labels), it also returns the object it decoded (else
-// nil), so that a caller that wants the matches need not decode them twice.
-// The function must not be called concurrently; each call of MatchLabels
-// returns a new one.
+// object an encoding stands for match sel. For a match, it also returns the
+// object (else nil) where it decoded it anyway: to tell (see Labels), or
+// from the bytes it decompressed to read the labels of a compressed
+// encoding (which saves a second decompression), so that a caller that wants
+// the matches need not decode them again. The function
+// must not be called concurrently; each call of MatchLabels returns a new
+// one.
 func (c *Codec) MatchLabels(sel labels.Selector) func(data []byte) (matches bool, decoded any, err error) {
 	var view Labels // one per matcher: sel.Matches(&view) then allocates nothing per object
 	var kinds kindCache
 	return func(data []byte) (bool, any, error) {
-		l, obj, err := c.labelsOf(data, &kinds)
+		r, err := c.labelsOf(data, &kinds)
 		if err != nil {
 			return false, nil, err
 		}
-		view = l
-		return sel.Matches(&view), obj, nil
+		view = r.labels
+		if !sel.Matches(&view) {
+			return false, nil, nil
+		}
+		if r.decoded == nil && r.decompressed != nil {
+			if r.decoded, err = r.kind.decodeProto(r.decompressed); err != nil {
+				return false, nil, fmt.Errorf("decoding: %w", err)
+			}
+		}
+		return true, r.decoded, nil
 	}
+}
+
+// labelsRead is what labelsOf read.
+type labelsRead struct {
+	labels  Labels
+	decoded any // the object, if labelsOf decoded it
+	// kind and decompressed are the kind and decompressed payload of a
+	// compressed protobuf encoding whose labels were read from the bytes.
+	kind         *kind
+	decompressed []byte
 }
 
 // kindCache remembers, for one matcher, whether the last kind number it
@@ -137,37 +157,37 @@ func (kc *kindCache) walkable(id uint64, k *kind) bool {
 
 // labelsOf returns the labels of data's object, and the object if it had
 // to decode it; kinds (nil: none) caches what it learns about kinds.
-func (c *Codec) labelsOf(data []byte, kinds *kindCache) (Labels, any, error) {
+func (c *Codec) labelsOf(data []byte, kinds *kindCache) (labelsRead, error) {
 	v, n := binary.Uvarint(data)
 	if n <= 0 {
-		return Labels{}, nil, errors.New("reading labels: no kind number")
+		return labelsRead{}, errors.New("reading labels: no kind number")
 	}
 	k, err := c.kinds.get(v >> 1)
 	if err != nil {
-		return Labels{}, nil, fmt.Errorf("reading labels: %w", err)
+		return labelsRead{}, fmt.Errorf("reading labels: %w", err)
 	}
 	if kinds.walkable(v>>1, k) {
-		payload := data[n:]
+		payload, decompressed := data[n:], []byte(nil)
 		if v&1 == 1 {
 			// A buffer of its own, never reused: the Labels' strings share it.
-			payload, err = c.decompress(k, v>>1, payload, nil)
-			if err != nil {
-				return Labels{}, nil, fmt.Errorf("reading labels: %w", err)
+			if payload, err = c.decompress(k, v>>1, payload, nil); err != nil {
+				return labelsRead{}, fmt.Errorf("reading labels: %w", err)
 			}
+			decompressed = payload
 		}
 		if entries, err := findLabels(payload); err == nil {
-			return Labels{entries: entries}, nil, nil
+			return labelsRead{labels: Labels{entries: entries}, kind: k, decompressed: decompressed}, nil
 		}
 	}
 	obj, err := c.Decode(data)
 	if err != nil {
-		return Labels{}, nil, fmt.Errorf("reading labels: %w", err)
+		return labelsRead{}, fmt.Errorf("reading labels: %w", err)
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return Labels{}, nil, fmt.Errorf("reading labels: %T has no metadata: %w", obj, err)
+		return labelsRead{}, fmt.Errorf("reading labels: %T has no metadata: %w", obj, err)
 	}
-	return Labels{set: m.GetLabels()}, obj, nil
+	return labelsRead{labels: Labels{set: m.GetLabels()}, decoded: obj}, nil
 }
 
 // decompress returns the decompressed payload of kind k (number id),

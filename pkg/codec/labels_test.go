@@ -204,7 +204,7 @@ func TestLabelsRandom(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v, _ := binary.Uvarint(data); v&1 == 1 {
+			if isCompressed(data) {
 				compressed++
 			}
 			if got := checkLabels(t, c, om.Name, data); got == isUnstructured {
@@ -212,8 +212,13 @@ func TestLabelsRandom(t *testing.T) {
 			}
 			for j, sel := range selectors {
 				got, decoded, err := matchers[j](data)
-				if err != nil || (decoded != nil) != isUnstructured {
+				if err != nil || (decoded != nil) != (got && (isUnstructured || isCompressed(data))) {
 					t.Fatalf("%s: MatchLabels(%s): decoded %v, %v", om.Name, sel, decoded, err)
+				}
+				if decoded != nil {
+					if want, _ := c.Decode(data); !reflect.DeepEqual(decoded, want) {
+						t.Fatalf("%s: MatchLabels(%s) handed out %#v, Decode gives %#v", om.Name, sel, decoded, want)
+					}
 				}
 				if want := sel.Matches(labels.Set(om.Labels)); got != want {
 					t.Fatalf("%s: %s matches %v: %v, want %v", om.Name, sel, om.Labels, got, want)
@@ -224,6 +229,11 @@ func TestLabelsRandom(t *testing.T) {
 			t.Fatalf("%d encodings compressed, want the objects after the first %d of each kind", compressed, TrainingSamples)
 		}
 	})
+}
+
+func isCompressed(data []byte) bool {
+	v, _ := binary.Uvarint(data)
+	return v&1 == 1
 }
 
 func mustParse(t *testing.T, s string) labels.Selector {
