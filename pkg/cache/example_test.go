@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -88,4 +89,26 @@ func ExampleWithCodec() {
 	// labels in the store: map[]
 	// replaced resourceVersion: 10
 	// encoded: 1 kept decoded: 0
+}
+
+// ListByLabels lists what a label selector matches; with package codec's
+// Codec, it reads the labels of the others from their encodings and
+// decodes only the matches.
+func ExampleIndexer_ListByLabels() {
+	store := cache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
+		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+	}, cache.WithCodec(codec.New()))
+	for i, app := range []string{"web", "db", "web"} {
+		p := pod(fmt.Sprint("p", i), fmt.Sprint("uid-", i), "1")
+		p.Labels = map[string]string{"app": app}
+		_ = store.Add(p)
+	}
+	web, err := store.ListByLabels(cache.LabelQuery{
+		Selector:  labels.SelectorFromSet(labels.Set{"app": "web"}),
+		IndexName: toolscache.NamespaceIndex, IndexedValue: "default", // optional: one namespace
+		Limit: 1, // optional
+	})
+	fmt.Println(len(web), web[0].(*corev1.Pod).Labels["app"], err)
+	// Output:
+	// 1 web <nil>
 }

@@ -6,6 +6,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/leaninformer/leaninformer/pkg/codec"
 )
@@ -37,4 +38,27 @@ func Example() {
 	// Output:
 	// RoleBinding team-a
 	// object cannot be encoded: object.size: int is not a JSON value
+}
+
+// Labels reads a stored object's labels from its encoding, and MatchLabels
+// matches a selector against them, without decoding the object.
+func ExampleCodec_Labels() {
+	c := codec.New()
+	data, err := c.Encode(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "team-a", Name: "viewers", Labels: map[string]string{"team": "a", "tier": "read"},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	l, err := c.Labels(data)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(l.Get("team"), l.Has("owner"))
+
+	matches, decoded, err := c.MatchLabels(labels.SelectorFromSet(labels.Set{"tier": "read"}))(data)
+	fmt.Println(matches, decoded, err)
+	// Output:
+	// a false
+	// true <nil> <nil>
 }
