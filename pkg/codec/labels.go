@@ -97,9 +97,8 @@ func (c *Codec) Labels(data []byte) (Labels, error) {
 // object (else nil) where it decoded it anyway: to tell (see Labels), or
 // from the bytes it decompressed to read the labels of a compressed
 // encoding (which saves a second decompression), so that a caller that wants
-// the matches need not decode them again. The function
-// must not be called concurrently; each call of MatchLabels returns a new
-// one.
+// the matches need not decode them again. The function must not be called
+// concurrently; each call of MatchLabels returns a new one.
 func (c *Codec) MatchLabels(sel labels.Selector) func(data []byte) (matches bool, decoded any, err error) {
 	var view Labels // one per matcher: sel.Matches(&view) then allocates nothing per object
 	var kinds kindCache
