@@ -18,7 +18,8 @@ var ErrUnsupported = errors.New("object cannot be encoded")
 // is compressed; the bytes are only meaningful to the Codec that produced
 // them. A Codec is safe for concurrent use.
 type Codec struct {
-	kinds kindTable
+	kinds     kindTable
+	fieldKeys fieldKeys // managedFields keys, shared by all kinds
 }
 
 // Option configures a Codec.
@@ -153,5 +154,5 @@ func (c *Codec) Decode(data []byte) (any, error) {
 	if k.unstructured {
 		return decodeUnstructured(payload)
 	}
-	return k.decodeProto(payload)
+	return c.decodeProto(k, payload)
 }

@@ -112,7 +112,7 @@ func (c *Codec) MatchLabels(sel labels.Selector) func(data []byte) (matches bool
 			return false, nil, nil
 		}
 		if r.decoded == nil && r.decompressed != nil {
-			if r.decoded, err = r.kind.decodeProto(r.decompressed); err != nil {
+			if r.decoded, err = c.decodeProto(r.kind, r.decompressed); err != nil {
 				return false, nil, fmt.Errorf("decoding: %w", err)
 			}
 		}

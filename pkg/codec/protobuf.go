@@ -36,6 +36,7 @@ func (c *Codec) protoBody(obj any) (body, error) {
 	if err != nil {
 		return body{}, err
 	}
+	p = c.withCompactFields(p, v)
 	size := p.Size()
 	return body{id: id, kind: k, size: size, write: func(dst []byte) error {
 		n, err := p.MarshalToSizedBuffer(dst)
@@ -49,11 +50,15 @@ func (c *Codec) protoBody(obj any) (body, error) {
 	}}, nil
 }
 
-// decodeProto decodes a new object of k's type and restores its TypeMeta.
-func (k *kind) decodeProto(data []byte) (any, error) {
+// decodeProto decodes a new object of k's type and restores its
+// managedFields' FieldsV1 and its TypeMeta.
+func (c *Codec) decodeProto(k *kind, data []byte) (any, error) {
 	obj := reflect.New(k.typ).Interface().(protoObject)
 	if err := obj.Unmarshal(data); err != nil {
 		return nil, fmt.Errorf("decoding %v as protobuf: %w", k.typ, err)
+	}
+	if err := c.expandCompactFields(obj); err != nil {
+		return nil, fmt.Errorf("decoding %v: %w", k.typ, err)
 	}
 	if k.typeMeta != (metav1.TypeMeta{}) {
 		*obj.GetObjectKind().(*metav1.TypeMeta) = k.typeMeta

@@ -1,0 +1,111 @@
+package codec
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// The dictionary of managedFields keys. FieldsV1 keys ("f:metadata", ".",
+// "k:{\"name\":\"app\"}") repeat across every object of a kind, so a
+// compact FieldsV1 refers to them by number; a few are unique to one object
+// (a Pod's IP, its token volume's name) and must not grow the dictionary
+// without end. Three limits bound it:
+//   - a key is admitted only when it is seen a second time: the keys of a
+//     kind's field sets enter with its second object, most keys unique to
+//     one object never do;
+//   - at most MaxFieldKeys keys of at most maxFieldKeyLen bytes each, after
+//     which new keys are written inline (as long as in JSON, no longer);
+//   - at most maxCandidates keys seen once are remembered; when that many
+//     are, they are forgotten, so unique keys cannot grow that set either.
+//
+// At its bounds the dictionary holds at most 2,048 keys of at most 128
+// bytes and as many candidates, well under 1 MiB; the kinds measured need
+// far fewer (a Pod's field sets have about 150 distinct keys).
+const (
+	// MaxFieldKeys is the number of distinct managedFields keys a Codec
+	// keeps in its dictionary; later keys are encoded inline.
+	MaxFieldKeys = 2048
+	// maxFieldKeyLen is the longest key the dictionary admits: a longer
+	// key is unlikely to repeat and saves little by being numbered.
+	maxFieldKeyLen = 128
+	// maxCandidates bounds the keys seen once and not yet admitted.
+	maxCandidates = 2048
+)
+
+// fieldKeys numbers managedFields keys. Decoding reads an immutable,
+// append-only snapshot of the keys without locking; encoding, which looks
+// keys up and admits new ones, holds mu.
+type fieldKeys struct {
+	mu         sync.Mutex
+	ids        map[string]uint32   // guarded by mu; the number of each key in keys
+	candidates map[string]struct{} // guarded by mu; keys seen once
+	// keys are the keys by number. A new snapshot appends to the last
+	// one's array; readers of an older snapshot never look past its length.
+	keys atomic.Pointer[[]string]
+}
+
+// snapshot returns the keys numbered so far.
+func (d *fieldKeys) snapshot() []string {
+	if p := d.keys.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// lookup returns key's number. The caller holds mu.
+func (d *fieldKeys) lookup(key []byte) (uint32, bool) {
+	id, ok := d.ids[string(key)]
+	return id, ok
+}
+
+// admit records the keys an encoding wrote inline, in order of appearance
+// with their number of occurrences: keys seen before are numbered, the
+// most frequent first (their numbers, and encodings, are then shortest),
+// the others become candidates. The caller holds mu.
+func (d *fieldKeys) admit(inlined []inlinedKey) {
+	var admitted []inlinedKey
+	for _, k := range inlined {
+		if len(k.key) > maxFieldKeyLen {
+			continue
+		}
+		if _, seen := d.candidates[k.key]; seen {
+			delete(d.candidates, k.key)
+			admitted = append(admitted, k)
+			continue
+		}
+		if len(d.candidates) >= maxCandidates {
+			d.candidates = nil // forget them all: cheaper than choosing
+		}
+		if d.candidates == nil {
+			d.candidates = map[string]struct{}{}
+		}
+		d.candidates[k.key] = struct{}{}
+	}
+	if len(admitted) == 0 {
+		return
+	}
+	cur := d.snapshot()
+	if room := MaxFieldKeys - len(cur); len(admitted) > room {
+		admitted = admitted[:room]
+	}
+	if len(admitted) == 0 {
+		return
+	}
+	slices.SortStableFunc(admitted, func(a, b inlinedKey) int { return b.count - a.count })
+	if d.ids == nil {
+		d.ids = map[string]uint32{}
+	}
+	next := cur
+	for _, k := range admitted {
+		d.ids[k.key] = uint32(len(next))
+		next = append(next, k.key)
+	}
+	d.keys.Store(&next)
+}
+
+// inlinedKey is a key an encoding wrote inline, with how often.
+type inlinedKey struct {
+	key   string
+	count int
+}
