@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Compact FieldsV1. A managedFields entry's FieldsV1 is JSON the API server
@@ -151,19 +152,19 @@ func stringEnd(raw []byte, i int) int {
 	return -1
 }
 
-// expandFields returns the JSON bytes of a FieldsV1 raw that
+// expandFields appends to dst the JSON bytes of a FieldsV1 raw that
 // compactFields returned, reading keys from the snapshot keys. A raw not
-// in a compact form is returned as it is.
-func expandFields(raw []byte, keys []string) ([]byte, error) {
+// in a compact form is appended as it is.
+func expandFields(dst, raw []byte, keys []string) ([]byte, error) {
 	if len(raw) == 0 || raw[0] != compactMark {
-		return raw, nil
+		return append(dst, raw...), nil
 	}
 	if len(raw) < 2 {
 		return nil, errors.New("compact FieldsV1: no form")
 	}
 	switch raw[1] {
 	case compactVerbatim:
-		return raw[2:], nil
+		return append(dst, raw[2:]...), nil
 	case compactTree:
 	default:
 		return nil, fmt.Errorf("compact FieldsV1: unknown form %d", raw[1])
@@ -172,7 +173,8 @@ func expandFields(raw []byte, keys []string) ([]byte, error) {
 	if n <= 0 || size > uint64(len(raw))*(maxFieldKeyLen+8) {
 		return nil, errors.New("compact FieldsV1: bad length")
 	}
-	out := make([]byte, 0, size)
+	out := slices.Grow(dst, int(size))
+	start := len(out)
 	out = append(out, '{')
 	depth := 0
 	for i := 2 + n; ; {
@@ -184,8 +186,8 @@ func expandFields(raw []byte, keys []string) ([]byte, error) {
 		if v == 0 {
 			out = append(out, '}')
 			if depth == 0 {
-				if i != len(raw) || uint64(len(out)) != size {
-					return nil, fmt.Errorf("compact FieldsV1: %d bytes after the end, %d bytes of JSON for %d", len(raw)-i, len(out), size)
+				if i != len(raw) || uint64(len(out)-start) != size {
+					return nil, fmt.Errorf("compact FieldsV1: %d bytes after the end, %d bytes of JSON for %d", len(raw)-i, len(out)-start, size)
 				}
 				return out, nil
 			}
@@ -209,7 +211,7 @@ func expandFields(raw []byte, keys []string) ([]byte, error) {
 			}
 			key = keys[ref]
 		}
-		if uint64(len(out)+len(inline)+len(key)+6) > size {
+		if uint64(len(out)-start+len(inline)+len(key)+6) > size {
 			return nil, fmt.Errorf("compact FieldsV1: longer than its length %d", size)
 		}
 		if out[len(out)-1] == '}' {

@@ -29,14 +29,14 @@ func (c *Codec) withCompactFields(p protoObject, v reflect.Value) protoObject {
 		if f == nil {
 			continue
 		}
-		raw, ok := d.compactFields(f.Raw, &inlined)
+		raw, ok := d.compactFields(f.GetRawBytes(), &inlined)
 		if !ok {
 			continue
 		}
 		if compacted == nil {
 			compacted = append([]metav1.ManagedFieldsEntry(nil), entries...)
 		}
-		compacted[i].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		compacted[i].FieldsV1 = metav1.NewFieldsV1(string(raw))
 	}
 	d.admit(inlined)
 	if compacted == nil {
@@ -60,17 +60,22 @@ func (c *Codec) expandCompactFields(obj protoObject) error {
 	var keys []string // loaded once, when the first compact form is met
 	for i := range entries {
 		f := entries[i].FieldsV1
-		if f == nil || len(f.Raw) == 0 || f.Raw[0] != compactMark {
+		raw := f.GetRawBytes()
+		if len(raw) == 0 || raw[0] != compactMark {
 			continue
 		}
 		if keys == nil {
 			keys = c.fieldKeys.snapshot()
 		}
-		raw, err := expandFields(f.Raw, keys)
+		buf := decompressBuffers.Get().(*[]byte)
+		out, err := expandFields((*buf)[:0], raw, keys)
 		if err != nil {
+			decompressBuffers.Put(buf)
 			return fmt.Errorf("managedFields[%d] (manager %q): %w", i, entries[i].Manager, err)
 		}
-		f.Raw = raw
+		f.SetRawBytes(out) // copies out
+		*buf = out
+		decompressBuffers.Put(buf)
 	}
 	return nil
 }
