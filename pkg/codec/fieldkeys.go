@@ -59,11 +59,13 @@ func (d *fieldKeys) lookup(key []byte) (uint32, bool) {
 	return id, ok
 }
 
-// admit records the keys an encoding wrote inline, in order of appearance
-// with their number of occurrences: keys seen before are numbered, the
-// most frequent first (their numbers, and encodings, are then shortest),
-// the others become candidates. The caller holds mu.
+// admit records the keys one object's encoding wrote inline, in order of
+// appearance with their number of occurrences (a key may be listed once
+// per managedFields entry): keys seen in an earlier object are numbered,
+// the most frequent first (their numbers, and encodings, are then
+// shortest), the others become candidates. The caller holds mu.
 func (d *fieldKeys) admit(inlined []inlinedKey) {
+	inlined = mergeInlined(inlined)
 	var admitted []inlinedKey
 	for _, k := range inlined {
 		if len(k.key) > maxFieldKeyLen {
@@ -102,6 +104,21 @@ func (d *fieldKeys) admit(inlined []inlinedKey) {
 		next = append(next, k.key)
 	}
 	d.keys.Store(&next)
+}
+
+// mergeInlined returns inlined with each key once, its counts summed.
+func mergeInlined(inlined []inlinedKey) []inlinedKey {
+	at := make(map[string]int, len(inlined))
+	merged := inlined[:0]
+	for _, k := range inlined {
+		if i, ok := at[k.key]; ok {
+			merged[i].count += k.count
+			continue
+		}
+		at[k.key] = len(merged)
+		merged = append(merged, k)
+	}
+	return merged
 }
 
 // inlinedKey is a key an encoding wrote inline, with how often.

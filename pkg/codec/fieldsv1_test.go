@@ -147,6 +147,19 @@ func TestCompactFieldsExact(t *testing.T) {
 			fieldsRoundTrip(t, c, raw)
 		}
 	}
+	numbered := map[string]bool{}
+	for _, k := range c.fieldKeys.snapshot() {
+		if numbered[k] {
+			t.Fatalf("key %q numbered twice", k)
+		}
+		numbered[k] = true
+	}
+	// Keys that two entries of one object share are seen once.
+	c = New()
+	must(c.Encode(withFields("x", raw, raw, raw)))
+	if n := len(c.fieldKeys.snapshot()); n != 0 {
+		t.Fatalf("after one object with three entries the dictionary has %d keys, want none", n)
+	}
 }
 
 // FuzzFieldsV1 encodes arbitrary bytes as a FieldsV1: the decode has
