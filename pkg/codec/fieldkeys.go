@@ -40,12 +40,15 @@ type fieldKeys struct {
 	mu         sync.Mutex
 	ids        map[string]uint32   // guarded by mu; the number of each key in keys
 	candidates map[string]struct{} // guarded by mu; keys seen once
-	// keys are the keys by number. A new snapshot appends to the last
-	// one's array; readers of an older snapshot never look past its length.
+	// keys are the keys by number, each as it opens its member in JSON
+	// ("key":{), which decoding appends in one piece. A new snapshot
+	// appends to the last one's array; readers of an older snapshot never
+	// look past its length.
 	keys atomic.Pointer[[]string]
 }
 
-// snapshot returns the keys numbered so far.
+// snapshot returns the keys numbered so far, as they open their members
+// in JSON ("key":{).
 func (d *fieldKeys) snapshot() []string {
 	if p := d.keys.Load(); p != nil {
 		return *p
@@ -101,7 +104,7 @@ func (d *fieldKeys) admit(inlined []inlinedKey) {
 	next := cur
 	for _, k := range admitted {
 		d.ids[k.key] = uint32(len(next))
-		next = append(next, k.key)
+		next = append(next, `"`+k.key+`":{`)
 	}
 	d.keys.Store(&next)
 }

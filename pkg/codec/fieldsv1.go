@@ -153,7 +153,7 @@ func stringEnd(raw []byte, i int) int {
 }
 
 // expandFields appends to dst the JSON bytes of a FieldsV1 raw that
-// compactFields returned, reading keys from the snapshot keys. A raw not
+// compactFields returned, reading keys from keys, a fieldKeys snapshot. A raw not
 // in a compact form is appended as it is.
 func expandFields(dst, raw []byte, keys []string) ([]byte, error) {
 	if len(raw) == 0 || raw[0] != compactMark {
@@ -196,31 +196,34 @@ func expandFields(dst, raw []byte, keys []string) ([]byte, error) {
 		}
 		v--
 		ref := v >> memberRefShift
-		// The key is either inline bytes or a dictionary string.
-		var inline []byte
-		var key string
 		if v&memberInline != 0 {
 			if ref > uint64(len(raw)-i) {
 				return nil, fmt.Errorf("compact FieldsV1: inline key of %d bytes at byte %d, %d left", ref, i, len(raw)-i)
 			}
-			inline = raw[i : i+int(ref)]
+			key := raw[i : i+int(ref)]
 			i += int(ref)
+			if uint64(len(out)-start+len(key)+6) > size {
+				return nil, fmt.Errorf("compact FieldsV1: longer than its length %d", size)
+			}
+			if out[len(out)-1] == '}' {
+				out = append(out, ',')
+			}
+			out = append(out, '"')
+			out = append(out, key...)
+			out = append(out, '"', ':', '{')
 		} else {
 			if ref >= uint64(len(keys)) {
 				return nil, fmt.Errorf("compact FieldsV1: key number %d, the dictionary has %d", ref, len(keys))
 			}
-			key = keys[ref]
+			member := keys[ref] // "key":{
+			if uint64(len(out)-start+len(member)+2) > size {
+				return nil, fmt.Errorf("compact FieldsV1: longer than its length %d", size)
+			}
+			if out[len(out)-1] == '}' {
+				out = append(out, ',')
+			}
+			out = append(out, member...)
 		}
-		if uint64(len(out)-start+len(inline)+len(key)+6) > size {
-			return nil, fmt.Errorf("compact FieldsV1: longer than its length %d", size)
-		}
-		if out[len(out)-1] == '}' {
-			out = append(out, ',')
-		}
-		out = append(out, '"')
-		out = append(out, inline...)
-		out = append(out, key...)
-		out = append(out, '"', ':', '{')
 		if v&memberNested != 0 {
 			depth++
 			continue
