@@ -9,6 +9,11 @@
 //   - *unstructured.Unstructured as CBOR, with apimachinery's CBOR encoding
 //     (k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct).
 //
+// In typed objects, managedFields' FieldsV1 (JSON, most of a Pod's
+// protobuf) is kept in a compact form: its tree, with keys numbered in a
+// bounded dictionary of the Codec (see MaxFieldKeys), decoded back to the
+// exact original bytes.
+//
 // Anything else (a custom type without protobuf methods, an unstructured
 // object holding values JSON cannot represent) is refused with an error
 // wrapping ErrUnsupported; a store then keeps that object as it is.
