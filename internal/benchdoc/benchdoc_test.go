@@ -152,3 +152,16 @@ func TestGenerateAndLoad(t *testing.T) {
 		t.Errorf("Generate into a README without blocks: %v, want an error naming it", err)
 	}
 }
+
+// The headline says other work shared the machine only when the load
+// before the run says so: the load at its end is the benchmark's own.
+func TestOriginNamesASharedMachineOnlyWhenItWas(t *testing.T) {
+	r := &benchresults.Results{Machine: benchresults.Machine{Cores: 2}}
+	r.Provenance.LoadAverageEnd[0] = 3.3
+	for start, shared := range map[float64]bool{0.9: false, 1.0: false, 1.1: true, 9.4: true} {
+		r.Provenance.LoadAverageStart[0] = start
+		if got := strings.Contains(origin(r), "other work shared the machine"); got != shared {
+			t.Errorf("load %.1f at the start: says the machine was shared: %v, want %v (%s)", start, got, shared, origin(r))
+		}
+	}
+}

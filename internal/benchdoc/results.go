@@ -92,9 +92,20 @@ func day(r *benchresults.Results) string {
 
 // origin is the sentence the README's headline ends with.
 func origin(r *benchresults.Results) string {
-	return fmt.Sprintf("`%s` at %s, %s, on %s (%d cores, %s; load average %.1f at the start, %.1f at the end: other work shared the machine), API server %s",
+	return fmt.Sprintf("`%s` at %s, %s, on %s (%d cores, %s; load average %.1f at the start, %.1f at the end%s), API server %s",
 		r.Command, shortCommit(r), day(r), r.Machine.CPU, r.Machine.Cores, r.Machine.Go,
-		r.Provenance.LoadAverageStart[0], r.Provenance.LoadAverageEnd[0], r.ServerVersion)
+		r.Provenance.LoadAverageStart[0], r.Provenance.LoadAverageEnd[0], sharedMachine(r), r.ServerVersion)
+}
+
+// sharedMachine says that other work shared the machine when the load
+// before the run started was over half its cores: the load at the end
+// includes the benchmark's own API server and children, so it proves
+// nothing.
+func sharedMachine(r *benchresults.Results) string {
+	if r.Machine.Cores > 0 && r.Provenance.LoadAverageStart[0] > float64(r.Machine.Cores)/2 {
+		return ": other work shared the machine"
+	}
+	return ""
 }
 
 func sorted(s []string) []string {
