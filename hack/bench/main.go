@@ -80,8 +80,9 @@ which), and our informer sizes its LIST pages unless --page-size is given.
   bench --objects 10000                                    # client-go's default rest.Config: QPS 5, burst 10
   bench --objects 10000 --limits controller-runtime-v0.20  # QPS 20, burst 30
   bench --objects 10000 --limits none                      # unthrottled (controller-runtime's GetConfig since v0.21)
-  bench --variants '^(client-go-list|ours-listwatch)(-churn(10|100))?$' --memlimit=false
+  bench --variants '^(client-go-list|ours-listwatch)(-churn(10|100))?$'
                                                            # ListWatch: sync, relist, relists after changes
+  bench --memlimit                                         # every variant again under a GOMEMLIMIT (rows and goals labelled)
 
 Flags:
 `)
@@ -100,7 +101,8 @@ Flags:
 	fs.StringVar(&o.out, "out", "_output/bench", "folder for results.md, results.json, the charts and the children's logs")
 	fs.BoolVar(&o.touch, "touch", true, "update one bench object before each child, so that the API server serves continue pages from its watch cache, "+
 		"as for a resource that changes; false measures a resource nobody wrote since the last etcd compaction (every 5 minutes), whose continue pages come from etcd")
-	fs.BoolVar(&o.memLimit, "memlimit", true, "also run every variant under GOMEMLIMIT = 1.5 x the floor + the baseline (needs the floor variant)")
+	fs.BoolVar(&o.memLimit, "memlimit", false, "also run every variant under GOMEMLIMIT = 1.5 x the floor + the baseline (needs the floor variant); "+
+		"off by default: users' processes run without a memory limit unless they set one, and every default row runs as theirs do")
 	fs.IntVar(&o.workers, "populate-workers", 32, "concurrent requests while populating")
 	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval of the children")
 	fs.DurationVar(&o.relistDelay, "relist-delay", defaultRelistDelay, "how long after the sync relist rows force the relist "+
