@@ -24,6 +24,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/leaninformer/leaninformer/internal/benchkit"
 	"github.com/leaninformer/leaninformer/internal/benchresults"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/memstat"
@@ -211,7 +212,7 @@ func (c *child) runInformer(ctx context.Context) ([]benchresults.Phase, error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go inf.RunWithContext(runCtx)
-	if err := waitFor(ctx, reg.HasSyncedChecker().Done(), "the informer and its handler to sync"); err != nil {
+	if err := benchkit.WaitFor(ctx, reg.HasSyncedChecker().Done(), "the informer and its handler to sync"); err != nil {
 		return nil, err
 	}
 	syncedAt := time.Now()
@@ -268,7 +269,7 @@ func (c *child) relist(ctx context.Context, base baseline, inf toolscache.Shared
 		return benchresults.Phase{}, err
 	}
 	c.timeline.mark(benchresults.MarkRelistForced)
-	if err := waitFor(ctx, done, fmt.Sprintf("%+v more notifications after the forced relist", want)); err != nil {
+	if err := benchkit.WaitFor(ctx, done, fmt.Sprintf("%+v more notifications after the forced relist", want)); err != nil {
 		return benchresults.Phase{}, fmt.Errorf("%w (got %d updates, %d adds, %d deletes in all)", err, h.updates.Load(), h.adds.Load(), h.deletes.Load())
 	}
 	end := time.Now()
@@ -315,7 +316,7 @@ func (c *child) runNoStore(ctx context.Context) ([]benchresults.Phase, error) {
 		go r.RunWithContext(runCtx)
 		seen, synced = sink.seen, sink.replaced
 	}
-	if err := waitFor(ctx, synced, "the initial list"); err != nil {
+	if err := benchkit.WaitFor(ctx, synced, "the initial list"); err != nil {
 		return nil, err
 	}
 	p := w.stop(base, c.v.name)
@@ -475,15 +476,6 @@ func (c *control) relist() error {
 		return fmt.Errorf("waiting for the parent to force the relist: got %q, want %q", line, msgGo)
 	}
 	return nil
-}
-
-func waitFor(ctx context.Context, done <-chan struct{}, what string) error {
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("gave up waiting for %s: %w", what, context.Cause(ctx))
-	}
 }
 
 func subCounts(a, b faultproxy.RequestCounts) faultproxy.RequestCounts {

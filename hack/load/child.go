@@ -124,7 +124,7 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	defer running.Wait()
 	defer stopInformer()
 	for _, reg := range regs {
-		if err := waitFor(ctx, reg.HasSyncedChecker().Done(), "the informer and its handlers to sync"); err != nil {
+		if err := benchkit.WaitFor(ctx, reg.HasSyncedChecker().Done(), "the informer and its handlers to sync"); err != nil {
 			return err
 		}
 	}
@@ -187,15 +187,6 @@ func countLoad(objs []any) int {
 		}
 	}
 	return n
-}
-
-func waitFor(ctx context.Context, done <-chan struct{}, what string) error {
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("gave up waiting for %s: %w", what, context.Cause(ctx))
-	}
 }
 
 // window is the measured stretch of a child's life: the writes.

@@ -106,3 +106,17 @@ func TestProgressInALogPrintsLines(t *testing.T) {
 		t.Errorf("log = %q, want %q", got, "one\ntwo\n")
 	}
 }
+
+func TestWaitFor(t *testing.T) {
+	done := make(chan struct{})
+	close(done)
+	if err := WaitFor(context.Background(), done, "a closed channel"); err != nil {
+		t.Errorf("WaitFor(closed) = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := WaitFor(ctx, make(chan struct{}), "the informer to sync")
+	if err == nil || !strings.Contains(err.Error(), "the informer to sync") || !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitFor(cancelled) = %v, want an error naming what it waited for, wrapping context.Canceled", err)
+	}
+}
