@@ -36,7 +36,9 @@ func (c *Codec) withCompactFields(p protoObject, v reflect.Value) protoObject {
 		if compacted == nil {
 			compacted = append([]metav1.ManagedFieldsEntry(nil), entries...)
 		}
-		compacted[i].FieldsV1 = metav1.NewFieldsV1(string(raw))
+		// One copy of raw (NewFieldsV1(string(raw)) would make two).
+		compacted[i].FieldsV1 = new(metav1.FieldsV1)
+		compacted[i].FieldsV1.SetRawBytes(raw)
 	}
 	d.admit(inlined)
 	if compacted == nil {
