@@ -31,6 +31,9 @@ const (
 	maxFieldKeyLen = 128
 	// maxCandidates bounds the keys seen once and not yet admitted.
 	maxCandidates = 2048
+	// maxMemoBytes bounds the memo of compact forms (raw and compact bytes
+	// counted); past it the memo is emptied and fills again.
+	maxMemoBytes = 256 << 10
 )
 
 // fieldKeys numbers managedFields keys. Decoding reads an immutable,
@@ -40,6 +43,13 @@ type fieldKeys struct {
 	mu         sync.Mutex
 	ids        map[string]uint32   // guarded by mu; the number of each key in keys
 	candidates map[string]struct{} // guarded by mu; keys seen once
+	// memo maps FieldsV1 raws to their compact forms, for forms that number
+	// every key: objects of a kind written by one manager mostly share
+	// their field sets byte for byte, so most encodings skip the parse.
+	// Such a form stays valid for good (a key's number never changes).
+	// Guarded by mu, as is memoBytes, the bytes it holds.
+	memo      map[string][]byte
+	memoBytes int
 	// keys are the keys by number, each as it opens its member in JSON
 	// ("key":{), which decoding appends in one piece. A new snapshot
 	// appends to the last one's array; readers of an older snapshot never
@@ -107,6 +117,30 @@ func (d *fieldKeys) admit(inlined []inlinedKey) {
 		next = append(next, `"`+k.key+`":{`)
 	}
 	d.keys.Store(&next)
+}
+
+// remembered returns raw's memoised compact form. The caller holds mu and
+// must not change the bytes returned.
+func (d *fieldKeys) remembered(raw []byte) ([]byte, bool) {
+	out, ok := d.memo[string(raw)]
+	return out, ok
+}
+
+// remember memoises compact as raw's compact form; compact numbers every
+// key. The caller holds mu and does not change compact afterwards.
+func (d *fieldKeys) remember(raw, compact []byte) {
+	size := len(raw) + len(compact)
+	if size > maxMemoBytes/16 {
+		return // one raw that large would crowd out the others
+	}
+	if d.memoBytes+size > maxMemoBytes {
+		d.memo, d.memoBytes = nil, 0 // forget them all: cheaper than choosing
+	}
+	if d.memo == nil {
+		d.memo = map[string][]byte{}
+	}
+	d.memo[string(raw)] = compact
+	d.memoBytes += size
 }
 
 // mergeInlined returns inlined with each key once, its counts summed.

@@ -42,7 +42,8 @@ const (
 // compactFields returns raw's compact form and true, or false if raw is
 // best kept as it is: empty, not in the API server's form, or no larger
 // than its compact form. inlined collects the keys it wrote inline. The
-// caller holds d.mu.
+// caller holds d.mu and must not change the bytes returned (they may be
+// memoised).
 func (d *fieldKeys) compactFields(raw []byte, inlined *[]inlinedKey) ([]byte, bool) {
 	if len(raw) == 0 {
 		return nil, false
@@ -51,9 +52,15 @@ func (d *fieldKeys) compactFields(raw []byte, inlined *[]inlinedKey) ([]byte, bo
 		out := make([]byte, 0, 2+len(raw))
 		return append(append(out, compactMark, compactVerbatim), raw...), true
 	}
+	if out, ok := d.remembered(raw); ok {
+		return out, true
+	}
 	out, keys, ok := d.compactTree(raw)
 	if !ok || len(out) >= len(raw) {
 		return nil, false
+	}
+	if len(keys) == 0 {
+		d.remember(raw, out)
 	}
 	*inlined = append(*inlined, keys...)
 	return out, true

@@ -327,3 +327,66 @@ func TestDecodeRejectsCorruptFields(t *testing.T) {
 		t.Fatalf("Decode of a damaged FieldsV1: %v, want an error naming the entry", err)
 	}
 }
+
+// TestCompactFieldsMemo checks the memo of compact forms: a FieldsV1 seen
+// again once its keys are numbered is served from it, with the bytes a
+// fresh compaction gives; a form with keys written inline is not kept
+// (those keys may be numbered later); the memo stays within its bound
+// however many distinct field sets pass; and what it serves decodes back
+// exactly.
+func TestCompactFieldsMemo(t *testing.T) {
+	c := New()
+	d := &c.fieldKeys
+	memoLen := func() (int, int) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.memo), d.memoBytes
+	}
+	raw := []byte(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:data":{}}`)
+	fieldsRoundTrip(t, c, raw)
+	if n, _ := memoLen(); n != 0 {
+		t.Fatalf("after the first object the memo has %d forms, want none: its keys were inline", n)
+	}
+	fieldsRoundTrip(t, c, raw) // its keys are numbered after this one
+	fieldsRoundTrip(t, c, raw)
+	if n, _ := memoLen(); n != 1 {
+		t.Fatalf("after the same field set three times the memo has %d forms, want 1", n)
+	}
+	d.mu.Lock()
+	memoised, ok := d.remembered(raw)
+	fresh, inlined, freshOK := d.compactTree(raw)
+	d.mu.Unlock()
+	if !ok || !freshOK || len(inlined) != 0 || !bytes.Equal(memoised, fresh) {
+		t.Fatalf("memoised form %v (found %v), fresh compaction %v (ok %v, inline keys %v): want equal", memoised, ok, fresh, freshOK, inlined)
+	}
+
+	// Distinct field sets of numbered keys: subsets of 12 numbered keys.
+	var keys []string
+	for i := range 12 {
+		keys = append(keys, fmt.Sprintf(`"f:key-%02d-%s":{}`, i, strings.Repeat("x", 40)))
+	}
+	all := []byte("{" + strings.Join(keys, ",") + "}")
+	fieldsRoundTrip(t, c, all)
+	fieldsRoundTrip(t, c, all)
+	peak := 0
+	for subset := 1; subset < 1<<len(keys); subset++ {
+		var members []string
+		for i, k := range keys {
+			if subset&(1<<i) != 0 {
+				members = append(members, k)
+			}
+		}
+		fieldsRoundTrip(t, c, []byte("{"+strings.Join(members, ",")+"}"))
+		_, bytes := memoLen()
+		if bytes > maxMemoBytes {
+			t.Fatalf("after %d field sets the memo holds %d bytes, over its bound %d", subset, bytes, maxMemoBytes)
+		}
+		peak = max(peak, bytes)
+	}
+	if peak < maxMemoBytes/2 {
+		t.Fatalf("the memo peaked at %d bytes over 4,095 distinct field sets, want it filled towards %d", peak, maxMemoBytes)
+	}
+	// After the memo was emptied and refilled, every form still decodes.
+	fieldsRoundTrip(t, c, raw)
+	fieldsRoundTrip(t, c, all)
+}
