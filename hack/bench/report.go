@@ -163,11 +163,11 @@ func goals(r *Report) []benchresults.Goal {
 	}
 	// The encoded store: a smaller steady store and smaller peaks than
 	// client-go's default informer, at a bounded CPU cost per object.
-	steadyTarget, zstdTarget := encodedSteadyTargets(r.Kind)
-	for _, p := range []pair{{"ours-listwatch-encoded", "client-go-list"}, {"ours-stream-encoded", "client-go"}, {"ours-stream-encoded-zstd", "client-go"}} {
+	steadyTarget, compressedTarget := encodedSteadyTargets(r.Kind)
+	for _, p := range []pair{{"ours-listwatch-encoded", "client-go-list"}, {"ours-stream-encoded", "client-go"}, {"ours-stream-encoded-s2", "client-go"}} {
 		target := steadyTarget
-		if p.ours == "ours-stream-encoded-zstd" {
-			target = zstdTarget
+		if p.ours == "ours-stream-encoded-s2" {
+			target = compressedTarget
 		}
 		if target > 0 {
 			add("encoded store: steady store vs client-go", p.ours, p.theirs, 0, target, steady, steady)
@@ -180,7 +180,7 @@ func goals(r *Report) []benchresults.Goal {
 }
 
 // encodedSteadyTargets are the encoded store's steady-store targets for a
-// kind, without and with zstd compression; 0 for a kind without one
+// kind, without and with compression (WithCompression); 0 for a kind without one
 // (configmaps).
 func encodedSteadyTargets(kind string) (plain, compressed float64) {
 	switch kind {

@@ -133,7 +133,7 @@ func variants() []variant {
 			desc: "leaninformer informer (StreamingList) with WithEncodedStore"},
 		{name: "ours-listwatch-encoded", kind: informerKind, ours: true, mode: listing, relist: true, encoded: true,
 			desc: "leaninformer informer (ListWatch) with WithEncodedStore"},
-		{name: "ours-stream-encoded-zstd", kind: informerKind, ours: true, mode: streaming, relist: true, encoded: true, compress: true,
+		{name: "ours-stream-encoded-s2", kind: informerKind, ours: true, mode: streaming, relist: true, encoded: true, compress: true,
 			desc: "leaninformer informer (StreamingList) with WithEncodedStore(codec.WithCompression())"},
 	}
 	// The relist after changes, in the informer pairs: reuse keeps less.

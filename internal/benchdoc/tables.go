@@ -57,7 +57,7 @@ var headlines = []headline{
 		goal: "interning: steady store vs client-go"},
 	{what: "encoded store", ours: "ours-stream-encoded", theirs: "client-go", figure: "steady heap", value: steady, unit: "MiB",
 		goal: "encoded store: steady store vs client-go"},
-	{what: "encoded store, zstd", ours: "ours-stream-encoded-zstd", theirs: "client-go", figure: "steady heap", value: steady, unit: "MiB",
+	{what: "encoded store, S2", ours: "ours-stream-encoded-s2", theirs: "client-go", figure: "steady heap", value: steady, unit: "MiB",
 		goal: "encoded store: steady store vs client-go"},
 	{what: "time to sync (streaming list)", ours: "ours-stream", theirs: "client-go", figure: "seconds", value: seconds, unit: "s",
 		goal: "time to sync vs client-go"},

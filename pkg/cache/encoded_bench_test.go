@@ -43,7 +43,7 @@ var storeImpls = []struct {
 	{"impl=leaninformer-encoded", func(ix toolscache.Indexers) toolscache.Indexer {
 		return NewIndexer(toolscache.MetaNamespaceKeyFunc, ix, WithCodec(codec.New()))
 	}},
-	{"impl=leaninformer-zstd", func(ix toolscache.Indexers) toolscache.Indexer {
+	{"impl=leaninformer-s2", func(ix toolscache.Indexers) toolscache.Indexer {
 		return NewIndexer(toolscache.MetaNamespaceKeyFunc, ix, WithCodec(codec.New(codec.WithCompression())))
 	}},
 }
@@ -172,7 +172,7 @@ func BenchmarkEncodedRead(b *testing.B) {
 		}{
 			{"impl=client-go+DeepCopy", storeImpls[0].new, true},
 			{"impl=leaninformer-encoded", storeImpls[2].new, false},
-			{"impl=leaninformer-zstd", storeImpls[3].new, false},
+			{"impl=leaninformer-s2", storeImpls[3].new, false},
 		} {
 			s := impl.new(readIndexers())
 			fillStore(b, s, pop, encodedBenchN())

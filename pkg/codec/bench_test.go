@@ -78,11 +78,11 @@ func BenchmarkEncoding(b *testing.B) {
 	for _, kind := range testobjects.Kinds {
 		for _, asUnstructured := range []bool{false, true} {
 			objs := benchSet(b, kind, asUnstructured)
-			encodings := []encoding{codecEncoding("enc=protobuf", New()), codecEncoding("enc=protobuf-zstd", New(WithCompression()))}
+			encodings := []encoding{codecEncoding("enc=protobuf", New()), codecEncoding("enc=protobuf-s2", New(WithCompression()))}
 			form := "typed"
 			if asUnstructured {
 				form = "unstructured"
-				encodings = []encoding{codecEncoding("enc=cbor", New()), codecEncoding("enc=cbor-zstd", New(WithCompression())), jsonEncoding}
+				encodings = []encoding{codecEncoding("enc=cbor", New()), codecEncoding("enc=cbor-s2", New(WithCompression())), jsonEncoding}
 			}
 			for _, e := range encodings {
 				// The first TrainingSamples train a compressing codec's

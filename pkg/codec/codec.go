@@ -25,11 +25,11 @@ type Codec struct {
 // Option configures a Codec.
 type Option func(*Codec)
 
-// WithCompression makes the Codec compress encodings with zstd and a
-// dictionary per kind, which it trains on the first TrainingSamples objects
+// WithCompression makes the Codec compress encodings with S2 and a
+// dictionary per kind, which it makes from the first TrainingSamples objects
 // of the kind it encodes (those stay uncompressed). Each kind's dictionary
-// and coders cost a fixed amount of memory, and every decode decompresses
-// first: see the package's README for what it saves and costs.
+// costs a fixed amount of memory (at most about 100 KiB), and every decode
+// decompresses first: see the package's README for what it saves and costs.
 func WithCompression() Option {
 	return func(c *Codec) { c.kinds.compress = true }
 }
@@ -68,7 +68,7 @@ func (c *Codec) Encode(obj any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := b.kind.zstd
+	z := b.kind.compression
 	if z != nil {
 		if coder := z.coder.Load(); coder != nil {
 			return compress(b, coder)
@@ -87,7 +87,7 @@ func (c *Codec) Encode(obj any) ([]byte, error) {
 
 // compress returns b compressed, or uncompressed if that is not smaller,
 // in a buffer of the exact size: the store keeps it.
-func compress(b body, coder *zstdCoder) ([]byte, error) {
+func compress(b body, coder *dictCoder) ([]byte, error) {
 	rawBuf := decompressBuffers.Get().(*[]byte)
 	defer decompressBuffers.Put(rawBuf)
 	*rawBuf = append((*rawBuf)[:0], make([]byte, b.size)...)
@@ -97,7 +97,7 @@ func compress(b body, coder *zstdCoder) ([]byte, error) {
 	}
 	outBuf := decompressBuffers.Get().(*[]byte)
 	defer decompressBuffers.Put(outBuf)
-	out := coder.enc.EncodeAll(raw, (*outBuf)[:0])
+	out := coder.compress(*outBuf, raw)
 	*outBuf = out
 
 	flagged, plain := b.id<<1|1, b.id<<1
@@ -137,16 +137,16 @@ func (c *Codec) Decode(data []byte) (any, error) {
 	}
 	payload := data[n:]
 	if v&1 == 1 {
-		var coder *zstdCoder
-		if k.zstd != nil {
-			coder = k.zstd.coder.Load()
+		var coder *dictCoder
+		if k.compression != nil {
+			coder = k.compression.coder.Load()
 		}
 		if coder == nil {
 			return nil, fmt.Errorf("decoding: compressed, but kind %d has no dictionary", v>>1)
 		}
 		buf := decompressBuffers.Get().(*[]byte)
 		defer decompressBuffers.Put(buf)
-		if payload, err = coder.dec.DecodeAll(payload, (*buf)[:0]); err != nil {
+		if payload, err = coder.decompress(*buf, payload); err != nil {
 			return nil, fmt.Errorf("decoding: decompressing: %w", err)
 		}
 		*buf = payload // decoding copies what it keeps out of payload

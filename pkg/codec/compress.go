@@ -5,44 +5,50 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/klauspost/compress/dict"
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 )
 
-// Compression: zstd with a dictionary per kind. Objects of one kind repeat
-// most of their bytes (field tags, label keys, managedFields' field sets,
-// images, ...), which a dictionary holds once; a few hundred bytes
-// compressed alone would barely shrink.
+// Compression: S2 (github.com/klauspost/compress/s2, an extension of
+// Snappy) with a dictionary per kind. Objects of one kind repeat most of
+// their bytes (field tags, label keys, managedFields' field sets, images,
+// ...), which a dictionary of earlier encodings holds; a few hundred bytes
+// compressed alone would barely shrink. S2 has no entropy stage: with the
+// dictionary an object is mostly matches, and zstd (measured before, see
+// the README) spent most of its time resetting its tables from the
+// dictionary and coding the few literals, for encodings about twice as
+// large as S2's.
 const (
 	// TrainingSamples is how many objects of a kind a compressing Codec
-	// encodes uncompressed before it trains the kind's dictionary on them;
-	// it compresses every later one.
+	// encodes uncompressed before it makes the kind's dictionary from
+	// them; it compresses every later one.
 	TrainingSamples = 256
-	// maxDictSize bounds a kind's dictionary.
-	maxDictSize = 16 << 10
-	// window is the encoder's window: a dictionary and one object fit, and
-	// the default (8 MiB) would cost the encoder about 5 MiB of buffers.
-	window = 32 << 10
+	// maxDictSize bounds a kind's dictionary: S2's own bound, 64 KiB.
+	maxDictSize = s2.MaxDictSize
+	// maxDecompressed bounds what a decompression may allocate: the
+	// length is read from the stored bytes, and a damaged one must be an
+	// error rather than a huge allocation. API objects are at most a few
+	// MiB (etcd's request limit).
+	maxDecompressed = 64 << 20
 )
 
-// kindZstd is the compression state of one kind.
-type kindZstd struct {
-	mu      sync.Mutex // guards samples and training
-	samples [][]byte   // encodings kept for training; nil once trained
-	failed  error      // why training failed: the kind stays uncompressed
+// kindCompression is the compression state of one kind.
+type kindCompression struct {
+	mu      sync.Mutex // guards samples and failed
+	samples [][]byte   // encodings kept for the dictionary; nil once made
+	failed  error      // why no dictionary could be made: the kind stays uncompressed
 
-	coder atomic.Pointer[zstdCoder] // nil until trained
+	coder atomic.Pointer[dictCoder] // nil until the dictionary is made
 }
 
-// zstdCoder compresses and decompresses with one dictionary.
-type zstdCoder struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+// dictCoder compresses and decompresses with one kind's dictionary. It is
+// safe for concurrent use.
+type dictCoder struct {
+	dict *s2.Dict
 }
 
 // sample records an uncompressed encoding of the kind (the caller keeps
-// it unchanged) and trains the dictionary once there are enough.
-func (z *kindZstd) sample(body []byte) {
+// it unchanged) and makes the dictionary once there are enough.
+func (z *kindCompression) sample(body []byte) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.coder.Load() != nil || z.failed != nil {
@@ -52,7 +58,7 @@ func (z *kindZstd) sample(body []byte) {
 	if len(z.samples) < TrainingSamples {
 		return
 	}
-	coder, err := train(z.samples)
+	coder, err := newDictCoder(z.samples)
 	z.samples = nil
 	if err != nil {
 		z.failed = err
@@ -61,25 +67,49 @@ func (z *kindZstd) sample(body []byte) {
 	z.coder.Store(coder)
 }
 
-func train(samples [][]byte) (*zstdCoder, error) {
-	d, err := dict.BuildZstdDict(samples, dict.Options{MaxDictSize: maxDictSize, HashBytes: 6, ZstdLevel: zstd.SpeedFastest})
-	if err != nil {
-		return nil, fmt.Errorf("training a zstd dictionary: %w", err)
+// newDictCoder makes a dictionary of the last samples, up to
+// maxDictSize bytes of them, oldest first: S2 finds matches in a
+// dictionary as in data that came before the object.
+func newDictCoder(samples [][]byte) (*dictCoder, error) {
+	first, size := len(samples), 0
+	for first > 0 && size+len(samples[first-1]) <= maxDictSize {
+		first--
+		size += len(samples[first])
 	}
-	// No entropy coding of literals: with the dictionary an object is mostly
-	// matches, and Huffman tables for its few literals cost a quarter of an
-	// encode for a few percent of size (pkg/codec README).
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDict(d), zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(window),
-		zstd.WithNoEntropyCompression(true))
-	if err != nil {
-		return nil, fmt.Errorf("making a zstd encoder: %w", err)
+	data := make([]byte, 0, size)
+	for _, s := range samples[first:] {
+		data = append(data, s...)
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(d), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(window))
-	if err != nil {
-		return nil, fmt.Errorf("making a zstd decoder: %w", err)
+	// An encoding's first bytes (its TypeMeta and the start of its
+	// metadata) are where a block is most likely to repeat the dictionary.
+	start := samples[len(samples)-1]
+	d := s2.MakeDict(data, start[:min(len(start), 32)])
+	if d == nil {
+		return nil, fmt.Errorf("making an S2 dictionary from %d bytes of %d samples: too small", len(data), len(samples[first:]))
 	}
-	return &zstdCoder{enc: enc, dec: dec}, nil
+	return &dictCoder{dict: d}, nil
+}
+
+// compress appends nothing to dst: it returns src compressed, in dst's
+// array if it is large enough.
+func (c *dictCoder) compress(dst, src []byte) []byte {
+	if n := s2.MaxEncodedLen(len(src)); cap(dst) < n {
+		dst = make([]byte, 0, n)
+	}
+	return c.dict.Encode(dst[:0], src)
+}
+
+// decompress returns src decompressed, in dst's array if it is large
+// enough.
+func (c *dictCoder) decompress(dst, src []byte) ([]byte, error) {
+	n, err := s2.DecodedLen(src)
+	if err != nil {
+		return nil, err
+	}
+	if n > maxDecompressed {
+		return nil, fmt.Errorf("decompressed length %d over the bound of %d", n, maxDecompressed)
+	}
+	return c.dict.Decode(dst[:0], src)
 }
 
 // decompressBuffers hold decompressed encodings while they are decoded:

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -101,5 +102,42 @@ func TestCompressionConcurrently(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestDamagedCompressedEncodings checks that damaged compressed bytes are
+// decoding errors, never a panic or an allocation of the length they claim:
+// a decompressed length over the bound, a truncated payload, and every
+// single-byte change of one encoding.
+func TestDamagedCompressedEncodings(t *testing.T) {
+	zc := New(WithCompression())
+	pop := testobjects.NewPopulation(t, "configmaps")
+	var data []byte
+	for i := range TrainingSamples + 1 {
+		var err error
+		if data, err = zc.Encode(pop.Object(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, n := binary.Uvarint(data)
+	if v&1 != 1 {
+		t.Fatal("not compressed")
+	}
+	prefix, payload := data[:n], data[n:]
+
+	// The payload starts with its decompressed length: claim 1 GiB.
+	huge := binary.AppendUvarint(append([]byte(nil), prefix...), 1<<30)
+	_, m := binary.Uvarint(payload)
+	huge = append(huge, payload[m:]...)
+	if _, err := zc.Decode(huge); err == nil || !strings.Contains(err.Error(), "over the bound") {
+		t.Fatalf("Decode of a payload claiming 1 GiB: %v, want an error naming the bound", err)
+	}
+	if _, err := zc.Decode(data[:len(data)-3]); err == nil {
+		t.Fatal("Decode of a truncated payload succeeded")
+	}
+	for i := n; i < len(data); i++ {
+		damaged := append([]byte(nil), data...)
+		damaged[i] ^= 0x55
+		_, _ = zc.Decode(damaged) // an error or a different object; must not panic
 	}
 }

@@ -22,7 +22,7 @@ type kind struct {
 	unstructured bool
 	typ          reflect.Type // the struct type a pointer of which was encoded
 	typeMeta     metav1.TypeMeta
-	zstd         *kindZstd // nil without compression
+	compression  *kindCompression // nil without compression
 }
 
 type kindKey struct {
@@ -65,7 +65,7 @@ func (t *kindTable) id(k kind) (uint64, *kind, error) {
 			ErrUnsupported, MaxKinds, k.typ, k.typeMeta.APIVersion, k.typeMeta.Kind)
 	}
 	if t.compress {
-		k.zstd = &kindZstd{}
+		k.compression = &kindCompression{}
 	}
 	id := uint64(len(s.kinds))
 	next := &kindSnapshot{ids: maps.Clone(s.ids), kinds: append(s.kinds[:len(s.kinds):len(s.kinds)], &k)}

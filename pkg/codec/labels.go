@@ -192,14 +192,14 @@ func (c *Codec) labelsOf(data []byte, kinds *kindCache) (labelsRead, error) {
 // decompress returns the decompressed payload of kind k (number id),
 // appended to dst.
 func (c *Codec) decompress(k *kind, id uint64, payload, dst []byte) ([]byte, error) {
-	var coder *zstdCoder
-	if k.zstd != nil {
-		coder = k.zstd.coder.Load()
+	var coder *dictCoder
+	if k.compression != nil {
+		coder = k.compression.coder.Load()
 	}
 	if coder == nil {
 		return nil, fmt.Errorf("compressed, but kind %d has no dictionary", id)
 	}
-	out, err := coder.dec.DecodeAll(payload, dst)
+	out, err := coder.decompress(dst, payload)
 	if err != nil {
 		return nil, fmt.Errorf("decompressing: %w", err)
 	}

@@ -26,7 +26,7 @@ func BenchmarkMatchLabels(b *testing.B) {
 		for _, c := range []struct {
 			name  string
 			codec *Codec
-		}{{"enc=protobuf", New()}, {"enc=protobuf-zstd", New(WithCompression())}} {
+		}{{"enc=protobuf", New()}, {"enc=protobuf-s2", New(WithCompression())}} {
 			data := make([][]byte, len(objs))
 			for i, o := range objs {
 				var err error

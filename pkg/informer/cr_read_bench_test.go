@@ -42,7 +42,7 @@ func BenchmarkReadsThroughControllerRuntime(b *testing.B) {
 	}{
 		{"cache=controller-runtime", crcache.New},
 		{"cache=leaninformer-encoded", informer.NewCacheWith(informer.WithEncodedStore(), informer.WithMetrics(nil))},
-		{"cache=leaninformer-encoded-zstd", informer.NewCacheWith(informer.WithEncodedStore(codec.WithCompression()), informer.WithMetrics(nil))},
+		{"cache=leaninformer-encoded-s2", informer.NewCacheWith(informer.WithEncodedStore(codec.WithCompression()), informer.WithMetrics(nil))},
 	}
 	reads := []struct {
 		name string

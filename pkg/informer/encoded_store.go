@@ -15,8 +15,9 @@ import (
 
 // WithEncodedStore makes the informer keep its objects encoded (package
 // codec: protobuf for built-in types and PartialObjectMetadata, CBOR for
-// unstructured objects; codec.WithCompression adds zstd), with each
-// object's key, UID, resourceVersion and index values beside its bytes.
+// unstructured objects; codec.WithCompression adds S2 compression with a
+// dictionary per kind), with each object's key, UID, resourceVersion and
+// index values beside its bytes.
 // The store then holds a fraction of one decoded copy of the collection:
 // see the README's "Encoded store" for figures.
 //
