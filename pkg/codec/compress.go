@@ -67,12 +67,12 @@ func (z *kindCompression) sample(body []byte) {
 	z.coder.Store(coder)
 }
 
-// newDictCoder makes a dictionary of the last samples, up to
-// maxDictSize bytes of them, oldest first: S2 finds matches in a
-// dictionary as in data that came before the object.
+// newDictCoder makes a dictionary of the last maxDictSize bytes of the
+// samples, oldest first: S2 finds matches in a dictionary as in data that
+// came before the object. A sample larger than that contributes its end.
 func newDictCoder(samples [][]byte) (*dictCoder, error) {
 	first, size := len(samples), 0
-	for first > 0 && size+len(samples[first-1]) <= maxDictSize {
+	for first > 0 && size < maxDictSize {
 		first--
 		size += len(samples[first])
 	}
@@ -83,7 +83,7 @@ func newDictCoder(samples [][]byte) (*dictCoder, error) {
 	// An encoding's first bytes (its TypeMeta and the start of its
 	// metadata) are where a block is most likely to repeat the dictionary.
 	start := samples[len(samples)-1]
-	d := s2.MakeDict(data, start[:min(len(start), 32)])
+	d := s2.MakeDict(data, start[:min(len(start), 32)]) // keeps the last maxDictSize bytes
 	if d == nil {
 		return nil, fmt.Errorf("making an S2 dictionary from %d bytes of %d samples: too small", len(data), len(samples[first:]))
 	}

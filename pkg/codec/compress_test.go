@@ -2,10 +2,13 @@ package codec
 
 import (
 	"encoding/binary"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/leaninformer/leaninformer/internal/testobjects"
 )
@@ -139,5 +142,35 @@ func TestDamagedCompressedEncodings(t *testing.T) {
 		damaged := append([]byte(nil), data...)
 		damaged[i] ^= 0x55
 		_, _ = zc.Decode(damaged) // an error or a different object; must not panic
+	}
+}
+
+// TestCompressionOfLargeObjects checks that a kind whose objects are each
+// larger than a dictionary may be still gets one (from the end of the last
+// samples) and compresses.
+func TestCompressionOfLargeObjects(t *testing.T) {
+	zc := New(WithCompression())
+	filler := strings.Repeat("a line of a large ConfigMap value, much like the next one\n", 1500) // ~90 KB
+	var last []byte
+	for i := range TrainingSamples + 1 {
+		cm := withFields(fmt.Sprint("large-", i))
+		cm.Data = map[string]string{"config": fmt.Sprint(i) + filler}
+		var err error
+		if last, err = zc.Encode(cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := binary.Uvarint(last); v&1 != 1 {
+		t.Fatalf("an object after %d samples of about 90 KB was not compressed", TrainingSamples)
+	}
+	if len(last) > 10_000 {
+		t.Fatalf("compressed to %d bytes, want far less than the 90 KB it holds", len(last))
+	}
+	got, err := zc.Decode(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprint(TrainingSamples) + filler; got.(*corev1.ConfigMap).Data["config"] != want {
+		t.Fatal("the round trip changed the value")
 	}
 }

@@ -189,8 +189,8 @@ func (c *Codec) labelsOf(data []byte, kinds *kindCache) (labelsRead, error) {
 	return labelsRead{labels: Labels{set: m.GetLabels()}, decoded: obj}, nil
 }
 
-// decompress returns the decompressed payload of kind k (number id),
-// appended to dst.
+// decompress returns the decompressed payload of kind k (number id), in
+// dst's array if it is large enough.
 func (c *Codec) decompress(k *kind, id uint64, payload, dst []byte) ([]byte, error) {
 	var coder *dictCoder
 	if k.compression != nil {
