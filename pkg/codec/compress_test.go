@@ -61,15 +61,8 @@ func TestCompression(t *testing.T) {
 // TestCompressedBytesNeedTheirCodec checks that a compressed encoding
 // handed to another Codec, which has no dictionary, is an error.
 func TestCompressedBytesNeedTheirCodec(t *testing.T) {
-	zc := New(WithCompression())
 	pop := testobjects.NewPopulation(t, "configmaps")
-	var last []byte
-	for i := range TrainingSamples + 1 {
-		var err error
-		if last, err = zc.Encode(pop.Object(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, last := firstCompressed(t, pop)
 	other := New(WithCompression())
 	if _, err := other.Encode(pop.Object(0)); err != nil {
 		t.Fatal(err)
@@ -113,15 +106,7 @@ func TestCompressionConcurrently(t *testing.T) {
 // a decompressed length over the bound, a truncated payload, and every
 // single-byte change of one encoding.
 func TestDamagedCompressedEncodings(t *testing.T) {
-	zc := New(WithCompression())
-	pop := testobjects.NewPopulation(t, "configmaps")
-	var data []byte
-	for i := range TrainingSamples + 1 {
-		var err error
-		if data, err = zc.Encode(pop.Object(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	zc, data := firstCompressed(t, testobjects.NewPopulation(t, "configmaps"))
 	v, n := binary.Uvarint(data)
 	if v&1 != 1 {
 		t.Fatal("not compressed")
@@ -173,4 +158,20 @@ func TestCompressionOfLargeObjects(t *testing.T) {
 	if want := fmt.Sprint(TrainingSamples) + filler; got.(*corev1.ConfigMap).Data["config"] != want {
 		t.Fatal("the round trip changed the value")
 	}
+}
+
+// firstCompressed returns a compressing Codec that has encoded the first
+// TrainingSamples + 1 objects of pop, and the last of those encodings, the
+// first one it compressed.
+func firstCompressed(t *testing.T, pop *testobjects.Population) (*Codec, []byte) {
+	t.Helper()
+	zc := New(WithCompression())
+	var last []byte
+	for i := range TrainingSamples + 1 {
+		var err error
+		if last, err = zc.Encode(pop.Object(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return zc, last
 }
