@@ -15,11 +15,21 @@ out=${ENVTEST_BIN_DIR:-$root/bin/k8s/$k8s_version}
 
 log() { echo "envtest-binaries: $*" >&2; }
 
+# version_of prints what a binary says of its version. The output is read in
+# full before it is matched: piping it into `grep -q`, which exits at the first
+# match, can kill the binary with SIGPIPE while it writes its next line, and
+# with pipefail a good binary then looks broken (etcd prints four lines; this
+# failed about 1 run in 70, once in CI).
+version_of() {
+  [ -x "$1" ] && "$1" --version 2>/dev/null
+}
 apiserver_ok() {
-  [ -x "$out/kube-apiserver" ] && "$out/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $k8s_version"
+  local v
+  v=$(version_of "$out/kube-apiserver") && [ "$(head -n 1 <<<"$v")" = "Kubernetes $k8s_version" ]
 }
 etcd_ok() {
-  [ -x "$out/etcd" ] && "$out/etcd" --version 2>/dev/null | grep -q '^etcd Version: '
+  local v
+  v=$(version_of "$out/etcd") && grep -q '^etcd Version: ' <<<"$v"
 }
 
 mkdir -p "$out"
@@ -49,5 +59,6 @@ else
   apiserver_ok || { log "built kube-apiserver does not report $k8s_version"; exit 1; }
 fi
 
-log "ready: $("$out/kube-apiserver" --version), $("$out/etcd" --version | head -1)"
+etcd_version=$(version_of "$out/etcd")
+log "ready: $(version_of "$out/kube-apiserver"), $(head -n 1 <<<"$etcd_version")"
 echo "$out"
