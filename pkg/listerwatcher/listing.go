@@ -33,7 +33,7 @@ func (m *machine) list(ctx context.Context, p listing) (next listing, after phas
 	if err != nil {
 		return p, m.fail(ctx, p, OpList, unreadable{fmt.Errorf("cannot read the LIST response: %w", err)})
 	}
-	p.pages = m.sizer.observe(p.pages, items, remaining)
+	p.pages = m.sizer.observe(p.pages, items, remaining, cont != "")
 	if !p.announced {
 		p.announced = true
 		if err := m.deliver(ctx, Event{Type: RestartStart, Strategy: ListWatch, Reason: p.reason}); err != nil {

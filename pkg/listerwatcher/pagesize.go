@@ -20,7 +20,12 @@ import (
 //     server's remainingItemCount (sent for lists without selectors) or from
 //     the previous restart, and spreads what remains evenly over
 //     targetListRequests LISTs: the smallest pages that finish within the
-//     burst. Without either, each page doubles the last one;
+//     burst, the last of which takes whatever is left (up to the byte
+//     bound) in case the collection grew. Without either, each page doubles
+//     the last one;
+//   - sizes count what the API server lists, which a client-side filter
+//     (a sharded informer without server-side shard selectors) thins out
+//     before the pages get here;
 //   - no page holds more than maxPageBytes of decoded objects (estimated
 //     from a sample of the last page), and no page is smaller than the
 //     first: never more requests, and never more memory per page, than the
@@ -61,11 +66,21 @@ type pageSizer struct {
 
 // pageProgress is how far one listing got: the listing phase carries it
 // from page to page, and a new attempt starts a new one.
+//
+// Limits count the objects the API server lists, and so do expected and
+// listed. They differ from the objects received where the ListerWatcher
+// filters the pages on the client (a sharded informer on a server without
+// shard selectors keeps about 1/N of each page): counting what it kept
+// would plan a collection N times too small and send N times the LISTs.
 type pageProgress struct {
-	expected int64 // objects in the collection; -1 unknown
-	listed   int64 // objects received so far
-	lists    int   // LIST responses so far
-	limit    int64 // the limit of the last LIST sent
+	expected int64 // objects in the collection, as the server lists it; -1 unknown
+	listed   int64 // objects the server listed so far (estimated, see observe)
+	// served and received are the objects the server listed and the
+	// ListerWatcher returned in the pages before the last (those with a
+	// continue token): their ratio is how much of a page a filter keeps.
+	served, received int64
+	lists            int   // LIST responses so far
+	limit            int64 // the limit of the last LIST sent
 }
 
 func newPageSizer(pageSize int64, fixed bool) pageSizer {
@@ -83,11 +98,16 @@ func (s *pageSizer) start() pageProgress {
 }
 
 // observe takes in a LIST response of the listing p: its items (sampled
-// before the consumer may clear them) and its remainingItemCount, nil when
-// the server sent none. It returns the progress with the next page's limit.
-func (s *pageSizer) observe(p pageProgress, items []runtime.Object, remaining *int64) pageProgress {
+// before the consumer may clear them), its remainingItemCount, nil when the
+// server sent none, and whether more pages follow (it had a continue
+// token). It returns the progress with the next page's limit.
+func (s *pageSizer) observe(p pageProgress, items []runtime.Object, remaining *int64, more bool) pageProgress {
 	p.lists++
-	p.listed += int64(len(items))
+	p.listed += listedBy(p, int64(len(items)), more)
+	if more {
+		p.served += max(p.limit, int64(len(items)))
+		p.received += int64(len(items))
+	}
 	if s.fixed {
 		return p
 	}
@@ -103,6 +123,23 @@ func (s *pageSizer) observe(p pageProgress, items []runtime.Object, remaining *i
 	return p
 }
 
+// listedBy estimates how many objects the server listed in a page of
+// received objects. A page with a continue token was full: the server
+// listed its limit, whatever a filter dropped (a server may send fewer, and
+// then the estimate runs ahead, which only makes the next pages smaller).
+// The last page holds what was left, which the server does not say: its
+// received objects are scaled by the share the full pages kept.
+func listedBy(p pageProgress, received int64, more bool) int64 {
+	switch {
+	case more:
+		return max(p.limit, received)
+	case p.received > 0 && p.served > p.received:
+		return min(max(p.limit, received), received*p.served/p.received)
+	default:
+		return received
+	}
+}
+
 // done records that the listing p is complete.
 func (s *pageSizer) done(p pageProgress) { s.previous = p.listed }
 
@@ -111,12 +148,22 @@ func (s *pageSizer) done(p pageProgress) { s.previous = p.listed }
 // byte bound and never below the first page's limit.
 func (s *pageSizer) plan(p pageProgress) int64 {
 	want := 2 * p.limit
+	last := false
 	if left := p.expected - p.listed; p.expected >= 0 && left > 0 {
 		lists := int64(max(1, targetListRequests-p.lists))
 		want = (left + lists - 1) / lists
+		last = lists == 1
 	}
 	if s.objectBytes > 0 {
-		want = min(want, maxPageBytes/s.objectBytes)
+		bound := maxPageBytes / s.objectBytes
+		if last {
+			// The plan's last LIST takes whatever is left, up to the byte
+			// bound: a limit only caps the page, and a collection that grew
+			// since it was counted, or whose size was estimated through a
+			// filter, then needs no LIST past the plan.
+			want = bound
+		}
+		want = min(want, bound)
 	}
 	return max(want, s.first)
 }

@@ -3,6 +3,7 @@ package listerwatcher
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -25,6 +27,13 @@ import (
 // remainingItemCount when counted is true. It returns the limit of every
 // LIST.
 func listCollection(s *pageSizer, n int, counted bool, newObject func(i int) k8sruntime.Object) []int64 {
+	return listFiltered(s, n, 1, counted, newObject)
+}
+
+// listFiltered is listCollection through a ListerWatcher that keeps one
+// object of every keepOneIn of each page, as a client-side shard filter
+// does.
+func listFiltered(s *pageSizer, n, keepOneIn int, counted bool, newObject func(i int) k8sruntime.Object) []int64 {
 	var limits []int64
 	p := s.start()
 	for listed := 0; ; {
@@ -33,16 +42,18 @@ func listCollection(s *pageSizer, n int, counted bool, newObject func(i int) k8s
 		if p.limit > 0 {
 			page = min(page, int(p.limit))
 		}
-		items := make([]k8sruntime.Object, page)
-		for i := range items {
-			items[i] = newObject(listed + i)
+		var items []k8sruntime.Object
+		for i := range page {
+			if (listed+i)%keepOneIn == 0 {
+				items = append(items, newObject(listed+i))
+			}
 		}
 		listed += page
 		var remaining *int64
 		if counted && listed < n {
 			remaining = new(int64(n - listed))
 		}
-		p = s.observe(p, items, remaining)
+		p = s.observe(p, items, remaining, listed < n)
 		if listed == n {
 			s.done(p)
 			return limits
@@ -72,7 +83,9 @@ func sum(xs []int64) (n int64) {
 func TestPageSizerSharesTheCollectionOverTheTargetLISTs(t *testing.T) {
 	p := newPageSizer(DefaultPageSize, false)
 	limits := listCollection(&p, 10_000, true, sizedObject(2000))
-	if want := []int64{500, 1358, 1357, 1357, 1357, 1357, 1357, 1357}; !reflect.DeepEqual(limits, want) {
+	// The last LIST may take more than its share, up to the byte bound, in
+	// case the collection grew.
+	if want := []int64{500, 1358, 1357, 1357, 1357, 1357, 1357, maxPageBytes / p.objectBytes}; !reflect.DeepEqual(limits, want) {
 		t.Errorf("limits of a list of 10,000 objects: %v, want %v: the first page, then the rest over %d LISTs", limits, want, targetListRequests)
 	}
 	// A relist knows the collection and its objects from the start.
@@ -128,11 +141,53 @@ func TestPageSizerDoublesWithoutACount(t *testing.T) {
 	if len(limits) != targetListRequests || sum(limits) < 10_000 {
 		t.Errorf("relist limits without remainingItemCount: %v, want %d LISTs from the last listing's size", limits, targetListRequests)
 	}
-	// A collection that grew past it: once the planned pages are done,
-	// pages double again.
+	// A collection that grew past it: the plan's last LIST takes what is
+	// left, up to the byte bound, and no LIST is added.
 	limits = listCollection(&p, 20_000, false, sizedObject(1000))
-	if want := []int64{1250, 1250, 1250, 1250, 1250, 1250, 1250, 1250, 2500, 5000, 10000}; !reflect.DeepEqual(limits, want) {
+	if want := []int64{1250, 1250, 1250, 1250, 1250, 1250, 1250, maxPageBytes / p.objectBytes}; !reflect.DeepEqual(limits, want) {
 		t.Errorf("relist limits of a collection that doubled: %v, want %v", limits, want)
+	}
+	// Past the byte bound as well: then pages of the bound follow.
+	limits = listCollection(&p, 50_000, false, sizedObject(1000))
+	bound := maxPageBytes / p.objectBytes
+	if n := len(limits); n <= targetListRequests || limits[n-1] != bound || limits[n-2] != bound {
+		t.Errorf("relist limits of a collection that grew past the byte bound: %v, want pages of the bound (%d) past the plan", limits, bound)
+	}
+}
+
+// A sharded informer on a server without shard selectors lists the whole
+// collection and keeps its share of each page: the pages are planned in the
+// objects the server lists, not in those kept, or a relist of a third of
+// 30,000 objects would plan 10,000 and send three times the LISTs, past
+// client-go's default burst.
+func TestPageSizerCountsWhatTheServerLists(t *testing.T) {
+	for _, counted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("remainingItemCount=%v", counted), func(t *testing.T) {
+			p := newPageSizer(DefaultPageSize, false)
+			first := listFiltered(&p, 30_000, 3, counted, sizedObject(1000))
+			if len(first) > targetListRequests {
+				t.Errorf("first listing, a third kept: %d LISTs (%v), want at most %d", len(first), first, targetListRequests)
+			}
+			if p.previous < 29_000 || p.previous > 31_000 {
+				t.Errorf("the listing's size: %d, want about the 30,000 the server listed", p.previous)
+			}
+			relist := listFiltered(&p, 30_000, 3, counted, sizedObject(1000))
+			if len(relist) > targetListRequests {
+				t.Errorf("relist, a third kept: %d LISTs (%v), want at most %d", len(relist), relist, targetListRequests)
+			}
+			// Unfiltered, the same collection lists in the same requests, of
+			// the same sizes give or take the estimate of the last page.
+			plain := newPageSizer(DefaultPageSize, false)
+			listCollection(&plain, 30_000, counted, sizedObject(1000))
+			want := listCollection(&plain, 30_000, counted, sizedObject(1000))
+			same := len(relist) == len(want)
+			for i := 0; same && i < len(want); i++ {
+				same = relist[i] >= want[i]*99/100 && relist[i] <= want[i]*101/100
+			}
+			if !same {
+				t.Errorf("relist limits, a third kept: %v; unfiltered: %v", relist, want)
+			}
+		})
 	}
 }
 
@@ -210,13 +265,34 @@ func (lw *limitedLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // request past the burst waits 200 ms for the limiter: the list and the
 // relist must not need more than targetListRequests LISTs, whether the
 // server counts the objects left or not (selectors).
+//
+// The same holds through a client-side filter that keeps a third of every
+// page, as a sharded informer does on a server without shard selectors.
 func TestPaginatedRestartOf10000ObjectsFitsTheDefaultRateLimit(t *testing.T) {
-	for name, withSelector := range map[string]bool{"remainingItemCount": false, "selector": true} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		withSelector, filtered bool
+	}{
+		{name: "remainingItemCount"},
+		{name: "selector", withSelector: true},
+		{name: "client-side filter", filtered: true},
+		{name: "selector and client-side filter", withSelector: true, filtered: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, 10_000)
 			var inner toolscacheLW = srv.ListerWatcher()
-			if withSelector {
+			if tc.withSelector {
 				inner = selectorLW{srv.ListerWatcher()}
+			}
+			want := 10_000
+			if tc.filtered {
+				inner = thirdLW{inner}
+				want = 0
+				for i := range 10_000 {
+					if keepThird(fmt.Sprintf("cm-%05d", i)) {
+						want++
+					}
+				}
 			}
 			limiterClock := clocktesting.NewFakePassiveClock(time.Now())
 			lw := newLimitedLW(inner, limiterClock)
@@ -226,8 +302,8 @@ func TestPaginatedRestartOf10000ObjectsFitsTheDefaultRateLimit(t *testing.T) {
 				lists, throttled := lw.lists.Load(), lw.throttled.Load()
 				_, names, _ := h.restart()
 				h.watchStarted()
-				if len(names) != 10_000 {
-					t.Fatalf("%s of %d objects, want 10,000", restart, len(names))
+				if len(names) != want {
+					t.Fatalf("%s of %d objects, want %d", restart, len(names), want)
 				}
 				if lists := lw.lists.Load() - lists; lists > targetListRequests {
 					t.Errorf("%s: %d LISTs, want at most %d", restart, lists, targetListRequests)
@@ -247,4 +323,33 @@ func TestPaginatedRestartOf10000ObjectsFitsTheDefaultRateLimit(t *testing.T) {
 			expectRestart("relist")
 		})
 	}
+}
+
+// thirdLW keeps the objects of every LIST page whose name keepThird keeps,
+// as a client-side shard filter keeps its share of each page. Its watches
+// are not filtered: the tests count LISTs.
+type thirdLW struct{ toolscacheLW }
+
+func keepThird(name string) bool {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return h.Sum32()%3 == 0
+}
+
+func (lw thirdLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
+	list, err := lw.toolscacheLW.ListWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	kept := items[:0]
+	for _, o := range items {
+		if m, err := meta.Accessor(o); err == nil && keepThird(m.GetName()) {
+			kept = append(kept, o)
+		}
+	}
+	return list, meta.SetList(list, kept)
 }
