@@ -195,12 +195,19 @@ func NewSharedIndexInformerWithOptions(lw toolscache.ListerWatcher, exampleObjec
 	// The informer's own options come first: what the user passed through
 	// WithWatcherOptions wins over them, or adds to them (observers, error
 	// handlers).
-	watcherOpts := append([]listerwatcher.Option{
+	watcherOpts := []listerwatcher.Option{
 		listerwatcher.WithExpectedType(exampleObject),
 		listerwatcher.WithName(s.reflector.Name()),
 		listerwatcher.WithErrorHandler(s.onWatchError),
 		listerwatcher.WithObserver(s.metrics),
-	}, cfg.listerwatcherOptions()...)
+	}
+	if s.shard != nil {
+		// A range change relists in every replica at once: paginated LISTs
+		// hand the objects over in half the time of a streamed list
+		// (pkg/shard's README has the figures).
+		watcherOpts = append(watcherOpts, listerwatcher.WithPaginatedRelists(true))
+	}
+	watcherOpts = append(watcherOpts, cfg.listerwatcherOptions()...)
 	if s.watcher, err = listerwatcher.New(lw, watcherOpts...); err != nil {
 		panic(fmt.Sprintf("informer: %v", err))
 	}

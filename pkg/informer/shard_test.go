@@ -184,12 +184,23 @@ func TestShardedInformerFollowsItsMembersRange(t *testing.T) {
 
 	t.Log("b stops: a's range grows to everything")
 	rec.reset()
+	server.ResetRequests()
 	g.stop("b")
 	all := inRange(t, server, shard.FullRange())
 	eventually(t, "the informer to hold everything", func() bool {
 		s := inf.SyncStatus().Shard
 		return sameKeys(storeKeys(inf.GetStore()), all) && !s.Pending && s.Stored.Equal(shard.FullRange())
 	})
+	// The initial list streamed (client-go's default); a range change
+	// relists in pages (WithPaginatedRelists).
+	for _, r := range server.Requests() {
+		if r.Verb == "watch" && r.Options.SendInitialEvents != nil && *r.Options.SendInitialEvents {
+			t.Errorf("the range change streamed its relist: %+v, want paginated LISTs", r)
+		}
+	}
+	if lists := countVerb(server.Requests(), "list"); lists == 0 {
+		t.Errorf("the range change sent no LIST: %+v", server.Requests())
+	}
 	eventually(t, "the handler to hear of everything", func() bool { return len(rec.stateCopy()) == len(all) })
 	added := map[string]bool{}
 	for _, c := range rec.snapshot() {
@@ -327,4 +338,13 @@ func TestShardedInformerClusterScoped(t *testing.T) {
 		t.Fatalf("%d of 200 namespaces in a's half: the test's UIDs do not split", len(want))
 	}
 	eventually(t, "the informer to hold a's half", func() bool { return sameKeys(storeKeys(inf.GetStore()), want) })
+}
+
+func countVerb(reqs []lwfake.Request, verb string) (n int) {
+	for _, r := range reqs {
+		if r.Verb == verb {
+			n++
+		}
+	}
+	return n
 }

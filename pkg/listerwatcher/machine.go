@@ -77,7 +77,11 @@ func (m *machine) streams() bool {
 // requested returns the restart a Relist call asks for after ph.
 func (m *machine) requested(ph phase) phase {
 	m.logger.V(2).Info("Relist requested")
-	return m.restart(attempt{reason: Requested, from: relistFrom(ph)})
+	a := attempt{reason: Requested, from: relistFrom(ph)}
+	if m.paginatedRelists {
+		return m.listing(a)
+	}
+	return m.restart(a)
 }
 
 // fail carries out what classify decides about err, which step op met in

@@ -68,20 +68,23 @@ func (b Backoff) Validate() error {
 type Option func(*config)
 
 type config struct {
-	strategy        Strategy
-	pageSize        int64
-	fixedPageSize   bool // WithPageSize: no adaptive page sizes
-	backoff         Backoff
-	minWatchTimeout time.Duration
-	idleTimeout     time.Duration
-	fallbackTTL     time.Duration
-	expectedType    reflect.Type
-	expectedGVK     *schema.GroupVersionKind
-	errorHandler    func(ctx context.Context, err error)
-	observers       []Observer // as given; New joins them into observer
-	observer        Observer
-	clock           clock.WithTicker
-	name            string
+	strategy Strategy
+	// paginatedRelists: WithPaginatedRelists, the restarts Relist asks for
+	// list in pages whatever the strategy.
+	paginatedRelists bool
+	pageSize         int64
+	fixedPageSize    bool // WithPageSize: no adaptive page sizes
+	backoff          Backoff
+	minWatchTimeout  time.Duration
+	idleTimeout      time.Duration
+	fallbackTTL      time.Duration
+	expectedType     reflect.Type
+	expectedGVK      *schema.GroupVersionKind
+	errorHandler     func(ctx context.Context, err error)
+	observers        []Observer // as given; New joins them into observer
+	observer         Observer
+	clock            clock.WithTicker
+	name             string
 }
 
 func defaultConfig() config {
@@ -127,6 +130,16 @@ func (c *config) validate() error {
 
 // WithStrategy sets how restarts get the collection (default Auto).
 func WithStrategy(s Strategy) Option { return func(c *config) { c.strategy = s } }
+
+// WithPaginatedRelists makes, when on, the restarts that Relist asks for
+// get the collection with paginated LISTs, as ListWatch does, whatever the
+// strategy; the initial restart and those after failures keep the strategy
+// (off, the default: every restart does). It is for consumers that relist
+// on purpose, often in several processes at once (a sharded informer on a
+// range change): a paginated LIST costs the API server and the client less
+// per object than the watch events of a streamed list, and holds a page (at
+// most 16 MiB of decoded objects) where a stream holds a batch.
+func WithPaginatedRelists(on bool) Option { return func(c *config) { c.paginatedRelists = on } }
 
 // WithPageSize makes every LIST page ask for n objects and caps the batches
 // of streamed initial events, which hold at most MaxStreamingBatch objects.

@@ -161,3 +161,40 @@ func TestRelistBeforeRunIsTheInitialRestart(t *testing.T) {
 		t.Errorf("events %q, want %q: the Relist before Run is the initial restart", got, want)
 	}
 }
+
+// With WithPaginatedRelists a Watcher that streams its initial list lists a
+// requested relist in pages, from its last resourceVersion, then watches;
+// restarts it did not ask for keep streaming.
+func TestPaginatedRelistsListWhateverTheStrategy(t *testing.T) {
+	srv := newServer(t, 30)
+	h := start(t, srv, nil, WithStrategy(StreamingList), WithPaginatedRelists(true), WithPageSize(10))
+	if startEv, names, _ := h.restart(); startEv.Strategy != StreamingList || len(names) != 30 {
+		t.Fatalf("initial restart %+v with %d objects, want a streamed one with 30", startEv, len(names))
+	}
+	h.watchStarted()
+	lastRV := change(t, h, srv, "cm-00000")
+	srv.ResetRequests()
+	h.w.Relist()
+	startEv, names, _ := h.restart()
+	if startEv.Reason != Requested || startEv.Strategy != ListWatch || len(names) != 29 {
+		t.Fatalf("requested restart %+v with %d objects, want a paginated one (ListWatch) with 29", startEv, len(names))
+	}
+	h.watchStarted()
+	reqs := requests(srv)
+	want := metav1.ListOptions{Limit: 10, ResourceVersion: lastRV, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+	if len(reqs) != 4 || !sameRequest(reqs[0], "list", want) || reqs[1].Verb != "list" || reqs[2].Verb != "list" || reqs[3].Verb != "watch" {
+		t.Fatalf("requests %+v, want three pages from the last rv %+v, then a watch", reqs, want)
+	}
+	if reqs[3].Options.SendInitialEvents != nil && *reqs[3].Options.SendInitialEvents {
+		t.Errorf("the watch after the paginated relist asked for initial events: %+v", reqs[3])
+	}
+
+	// A restart after a failure streams again.
+	expired := apierrors.NewResourceExpired("too old resource version")
+	srv.SendWatchError(&expired.ErrStatus)
+	h.expectErr(apierrors.IsResourceExpired)
+	h.backoff(testBackoff.Initial)
+	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList {
+		t.Errorf("restart after a 410: %+v, want a streamed one", startEv)
+	}
+}
