@@ -67,6 +67,27 @@ func newGeneration(size int, indexers []namedIndexer, indexSizes []int) *generat
 	return g
 }
 
+// minShrinkToFit is the smallest map size a finished replace copies into
+// smaller maps: below it the copy saves too little to matter.
+const minShrinkToFit = 1024
+
+// shrunkToFit returns g with its maps copied into maps made for what they
+// hold; the objects and key sets are shared, not copied.
+func (g *generation) shrunkToFit() *generation {
+	out := &generation{
+		items:        make(map[string]any, len(g.items)),
+		indices:      make([]index, len(g.indices)),
+		encoded:      g.encoded,
+		encodedBytes: g.encodedBytes,
+	}
+	maps.Copy(out.items, g.items)
+	for i, idx := range g.indices {
+		out.indices[i] = make(index, len(idx))
+		maps.Copy(out.indices[i], idx)
+	}
+	return out
+}
+
 // indexSizes returns the number of values in each index, a size hint for the
 // next generation.
 func (g *generation) indexSizes() []int {

@@ -22,6 +22,8 @@ type pagedReplace struct {
 	// finishes, in place, so that finishing allocates nothing in proportion
 	// to the collection at the moment both generations are alive.
 	changes []Change
+	// sizedFor is the number of objects gen's maps were made for.
+	sizedFor int
 }
 
 // Diff is what finishing a paged replace changed: everything an informer needs to
@@ -69,8 +71,9 @@ func (c *Indexer) StartReplace() {
 	size, indexSizes := len(c.live.items), c.live.indexSizes()
 	c.mu.RUnlock()
 	c.buffer = &pagedReplace{
-		gen:     newGeneration(size, c.indexers, indexSizes),
-		changes: make([]Change, 0, size),
+		gen:      newGeneration(size, c.indexers, indexSizes),
+		changes:  make([]Change, 0, size),
+		sizedFor: size,
 	}
 }
 
@@ -188,6 +191,13 @@ func (c *Indexer) FinishReplace(resourceVersion string) (*Diff, error) {
 		buf.diff(c.live, d)
 	}
 	c.live = buf.gen
+	if buf.sizedFor >= minShrinkToFit && buf.sizedFor >= 2*len(buf.gen.items) {
+		// Sized for a collection at least twice as large (a sharded
+		// informer's range shrank, or half the objects were deleted): Go's
+		// maps never shrink, so copy them into maps of the right size
+		// rather than keep the larger ones until the next relist.
+		c.live = buf.gen.shrunkToFit()
+	}
 	c.rv = resourceVersion
 	c.liveWrites++
 	c.buffer = nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -366,5 +367,57 @@ func TestConcurrentReadersSeeWholeGenerations(t *testing.T) {
 	wg.Wait()
 	if reads.Load() == 0 {
 		t.Fatal("no reads ran during the paged replaces")
+	}
+}
+
+// A replace that leaves at most half the objects its buffer was sized for
+// (a sharded informer's range shrank) makes the live generation anew with
+// maps of the right size: Go's maps never shrink. The copy holds the same
+// objects and index entries; a replace of about the same size keeps the
+// buffer as it is.
+func TestFinishReplaceShrinksOversizedMaps(t *testing.T) {
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers())
+	objs := fill(t, c, 4*minShrinkToFit)
+
+	replace := func(keep func(i int) bool) *generation {
+		t.Helper()
+		c.StartReplace()
+		buffered := c.buffer.gen
+		for i, o := range objs {
+			if keep(i) {
+				mustAddToReplace(t, c, o, nil)
+			}
+		}
+		if _, err := c.FinishReplace("2"); err != nil {
+			t.Fatal(err)
+		}
+		return buffered
+	}
+
+	if buffered := replace(func(i int) bool { return i%4 != 0 }); c.live != buffered {
+		t.Error("a replace keeping three quarters of the objects copied its maps")
+	}
+	buffered := replace(func(i int) bool { return i%4 == 1 })
+	if c.live == buffered {
+		t.Fatal("a replace keeping a third of what its buffer was sized for kept the oversized maps")
+	}
+	if !maps.Equal(c.live.items, buffered.items) || len(c.live.indices) != len(buffered.indices) {
+		t.Fatalf("the shrunk generation holds %d objects, the buffer %d", len(c.live.items), len(buffered.items))
+	}
+	for i := range buffered.indices {
+		if len(c.live.indices[i]) != len(buffered.indices[i]) {
+			t.Errorf("index %d: %d values, the buffer's %d", i, len(c.live.indices[i]), len(buffered.indices[i]))
+		}
+	}
+	// Reads and writes work on the new maps.
+	got, err := c.ByIndex("color", "red")
+	if err != nil || len(got) != minShrinkToFit {
+		t.Fatalf("ByIndex(color=red) = %d objects, %v; want %d", len(got), err, minShrinkToFit)
+	}
+	if err := c.Delete(objs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.ByIndex("color", "red"); len(got) != minShrinkToFit-1 {
+		t.Errorf("after a delete ByIndex(color=red) = %d objects, want %d", len(got), minShrinkToFit-1)
 	}
 }
