@@ -74,13 +74,12 @@ type pageSizer struct {
 // would plan a collection N times too small and send N times the LISTs.
 type pageProgress struct {
 	expected int64 // objects in the collection, as the server lists it; -1 unknown
-	listed   int64 // objects the server listed so far (estimated, see observe)
-	// served and received are the objects the server listed and the
-	// ListerWatcher returned in the pages before the last (those with a
-	// continue token): their ratio is how much of a page a filter keeps.
-	served, received int64
-	lists            int   // LIST responses so far
-	limit            int64 // the limit of the last LIST sent
+	listed   int64 // objects the server listed so far (estimated, see listedBy)
+	// received is the objects the ListerWatcher returned so far: against
+	// listed, how much of a page a filter keeps.
+	received int64
+	lists    int   // LIST responses so far
+	limit    int64 // the limit of the last LIST sent
 }
 
 func newPageSizer(pageSize int64, fixed bool) pageSizer {
@@ -104,10 +103,7 @@ func (s *pageSizer) start() pageProgress {
 func (s *pageSizer) observe(p pageProgress, items []runtime.Object, remaining *int64, more bool) pageProgress {
 	p.lists++
 	p.listed += listedBy(p, int64(len(items)), more)
-	if more {
-		p.served += max(p.limit, int64(len(items)))
-		p.received += int64(len(items))
-	}
+	p.received += int64(len(items))
 	if s.fixed {
 		return p
 	}
@@ -128,13 +124,14 @@ func (s *pageSizer) observe(p pageProgress, items []runtime.Object, remaining *i
 // listed its limit, whatever a filter dropped (a server may send fewer, and
 // then the estimate runs ahead, which only makes the next pages smaller).
 // The last page holds what was left, which the server does not say: its
-// received objects are scaled by the share the full pages kept.
+// received objects are scaled by the share the full pages kept (p holds the
+// pages before this one, all of them full).
 func listedBy(p pageProgress, received int64, more bool) int64 {
 	switch {
 	case more:
 		return max(p.limit, received)
-	case p.received > 0 && p.served > p.received:
-		return min(max(p.limit, received), received*p.served/p.received)
+	case p.received > 0 && p.listed > p.received:
+		return min(max(p.limit, received), received*p.listed/p.received)
 	default:
 		return received
 	}
