@@ -151,6 +151,13 @@ func TestDifferentialWatchErrorHandlerCalls(t *testing.T) {
 					// The fake sends ERROR events to open watches only.
 					eventually(t, fmt.Sprintf("informer %d to watch", i), func() bool { return s.OpenWatches() > 0 })
 					tc.after(s, &faults[i])
+					// Wait for the fault before the create: a client-go
+					// reflector whose watch closed within a second relists,
+					// and that LIST could return the new object before the
+					// watch the fault waits for is opened.
+					eventually(t, fmt.Sprintf("informer %d to hit its faults", i), func() bool {
+						return faults[i].fired.Load() == faults[i].armed.Load()
+					})
 				}
 				mustCreate(t, s, configMap("after"))
 				eventually(t, fmt.Sprintf("informer %d to get the object created after the fault", i), func() bool {
