@@ -73,10 +73,17 @@ func TestScheduleKeepsTheRate(t *testing.T) {
 		return nil
 	})
 	elapsed := time.Since(start)
-	// 200/s for 0.5 s: the writes due at 0, 5, ..., 495 ms; the last few
-	// fall past the end when a sleep overshoots on a loaded machine.
-	if err != nil || n < 95 || n > 100 || calls.Load() != n {
-		t.Errorf("run = %d, %v after %d calls; want 100 writes or a few less", n, err, calls.Load())
+	// 200/s for 0.5 s: the writes due at 0, 5, ..., 495 ms. A write whose
+	// timer fires after the end is dropped, and so is every write due later:
+	// a stall of the process near the end (a loaded machine) drops the writes
+	// due in about its length, and shows as the run ending that much late.
+	// So the writes missing are bounded by how late the run ended, plus one
+	// per worker whose timer was the one that fired late.
+	late := max(elapsed-500*time.Millisecond, 0)
+	mayMiss := int64(late.Seconds()*200) + 1 + 3
+	if err != nil || n < 100-mayMiss || n > 100 || calls.Load() != n {
+		t.Errorf("run = %d, %v after %d calls in %v; want 100 writes, or at most %d less for ending %v late",
+			n, err, calls.Load(), elapsed, mayMiss, late)
 	}
 	if elapsed < 490*time.Millisecond {
 		t.Errorf("100 writes at 200/s took %v, want about 500ms", elapsed)
