@@ -127,6 +127,9 @@ func TestSyncStatusTimesComeFromTheClock(t *testing.T) {
 	eventually(t, "the backoff timer", backoffWaiting)
 	clk.Step(10 * time.Second) // the watchdog's first tick, at 20s
 	eventually(t, "the watchdog's log line", func() bool { return buf.contains(`"not synced after 20s`) })
+	// The same step fired the backoff: let its LIST fail before the server
+	// lets LISTs through, or it would sync at 20s rather than 30s.
+	eventually(t, "the third failure", failures(3))
 
 	forbid.Store(false)
 	eventually(t, "the backoff timer", backoffWaiting)
