@@ -46,7 +46,7 @@ const (
 
 type childOptions struct {
 	kubeconfig, impl, group, identity, leaseNamespace string
-	objects, concurrency, qps, burst                  int
+	objects, concurrency, qps, burst, verbosity       int
 	work, leaseDuration, renewDeadline, renewInterval time.Duration
 }
 
@@ -92,8 +92,17 @@ func childMain(args []string) int {
 	fs.DurationVar(&o.leaseDuration, "lease-duration", shard.DefaultLeaseDuration, "")
 	fs.DurationVar(&o.renewDeadline, "renew-deadline", shard.DefaultRenewDeadline, "")
 	fs.DurationVar(&o.renewInterval, "renew-interval", shard.DefaultRenewInterval, "")
+	fs.IntVar(&o.verbosity, "v", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if o.verbosity > 0 {
+		var klogFlags flag.FlagSet
+		klog.InitFlags(&klogFlags)
+		if err := klogFlags.Set("v", strconv.Itoa(o.verbosity)); err != nil {
+			fmt.Fprintf(os.Stderr, "replica %s: --v: %v\n", o.identity, err)
+			return 2
+		}
 	}
 	ctrl.SetLogger(klog.NewKlogr())
 	if err := runReplica(o); err != nil {

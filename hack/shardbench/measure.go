@@ -35,6 +35,9 @@ type row struct {
 	HandoverSeconds           float64 `json:"handoverSeconds,omitempty"`
 	HandoverReconciledSeconds float64 `json:"handoverReconciledSeconds,omitempty"`
 	LeaseSeconds              float64 `json:"leaseSeconds,omitempty"`
+	// KilledAt is when the parent sent the SIGKILL, to line up with the
+	// survivors' logs (klog prints local times to the microsecond).
+	KilledAt string `json:"killedAt,omitempty"`
 }
 
 func (b *bench) measure(impl, mode string, n int, kill int) error {
@@ -86,6 +89,7 @@ func (b *bench) measure(impl, mode string, n int, kill int) error {
 		victim := rs[0]
 		victim.kill()
 		killed := time.Now()
+		fmt.Printf("%s: killed replica %s at %s\n", label, victim.id, killed.Format(killTimeLayout))
 		rs = rs[1:]
 		held, handover, sts, err := b.waitSettled(rs, group, true, killed)
 		if err != nil {
@@ -93,6 +97,7 @@ func (b *bench) measure(impl, mode string, n int, kill int) error {
 		}
 		rw.Killed, rw.LeaseSeconds = true, shard.DefaultLeaseDuration.Seconds()
 		rw.HandoverSeconds, rw.HandoverReconciledSeconds = held.Seconds(), handover.Seconds()
+		rw.KilledAt = killed.Format(killTimeLayout)
 		// The killed replica's Lease stays, with its finalizer; the group
 		// is not used again.
 	}
@@ -101,6 +106,10 @@ func (b *bench) measure(impl, mode string, n int, kill int) error {
 	b.rows = append(b.rows, rw)
 	return nil
 }
+
+// killTimeLayout matches klog's header (date, then local time to the
+// microsecond), with the year.
+const killTimeLayout = "2006-01-02 15:04:05.000000"
 
 func mib(bs []int64) []string {
 	out := make([]string, len(bs))

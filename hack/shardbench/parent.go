@@ -39,6 +39,8 @@ type parentOptions struct {
 	out        string
 	workers    int
 	timeout    time.Duration
+	// verbosity is the replicas' klog level (their logs in out).
+	verbosity int
 }
 
 func parentMain(args []string) error {
@@ -54,6 +56,7 @@ func parentMain(args []string) error {
 	fs.StringVar(&o.out, "out", "_output/shardbench", "folder for results.md, results.json and the replicas' logs")
 	fs.IntVar(&o.workers, "populate-workers", 32, "concurrent requests while populating")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long a row may take to settle")
+	fs.IntVar(&o.verbosity, "v", 0, "klog verbosity of every replica, whose logs go to --out (1: member Leases, 2: range changes and their relists, 6: every request)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -275,7 +278,7 @@ func (b *bench) startReplica(impl, group, id string, leaseDuration time.Duration
 		"--lease-namespace", leaseNamespace, "--objects", strconv.Itoa(b.o.objects), "--concurrency", strconv.Itoa(b.o.concurrency),
 		"--qps", strconv.Itoa(b.o.qps), "--burst", strconv.Itoa(b.o.burst),
 		"--work", b.o.work.String(), "--lease-duration", leaseDuration.String(), "--renew-deadline", renewDeadline.String(),
-		"--renew-interval", renewInterval.String())
+		"--renew-interval", renewInterval.String(), "--v", strconv.Itoa(b.o.verbosity))
 	logFile, err := os.Create(filepath.Join(b.o.out, group+"-"+id+".log"))
 	if err != nil {
 		return nil, err
