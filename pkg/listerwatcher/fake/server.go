@@ -38,13 +38,16 @@ type Server struct {
 	live       int                 // keys whose head is not a tombstone
 	keys       []string            // every key of heads; sorted when keysSorted
 	keysSorted bool
-	history    []change // every change after compacted, in resourceVersion order
-	watches    map[*serverWatch]struct{}
-	fault      Fault
-	requests   []Request
-	closed     bool
-	uids       uint64
-	pumps      sync.WaitGroup
+	history    []change                  // every change after compacted, in resourceVersion order
+	watches    map[*serverWatch]struct{} // open: they get every change committed
+	// drops counts CloseWatches and Close calls: a watch admitted before one
+	// and registered after it was on a connection that dropped, and ends.
+	drops    uint64
+	fault    Fault
+	requests []Request
+	closed   bool
+	uids     uint64
+	pumps    sync.WaitGroup
 }
 
 // version is one state of a key. Stored objects are never mutated, so they
@@ -366,9 +369,7 @@ func (s *Server) admit(ctx context.Context, verb string, opts metav1.ListOptions
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
-	for w := range s.watches {
-		w.close()
-	}
+	s.dropWatchesLocked()
 	s.mu.Unlock()
 	s.pumps.Wait()
 }

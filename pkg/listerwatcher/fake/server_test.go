@@ -451,6 +451,42 @@ func TestWatchFaults(t *testing.T) {
 	w.Stop()
 }
 
+// A change committed after CloseWatches reaches none of the watches it
+// closed, nor a watch that was being opened when it ran: tests that cut the
+// watches and then change the server rely on clients learning of the change
+// only by listing again.
+func TestCloseWatchesDropsLaterChanges(t *testing.T) {
+	s := newServer(t, "a")
+	for i := range 100 {
+		w := openWatch(t, s, metav1.ListOptions{ResourceVersion: s.ResourceVersion()})
+		s.CloseWatches()
+		if s.OpenWatches() != 0 {
+			t.Fatalf("%d open watches after CloseWatches, want 0", s.OpenWatches())
+		}
+		update := cm("a")
+		update.Data["v"] = fmt.Sprint(i)
+		if _, err := s.Update(update); err != nil {
+			t.Fatal(err)
+		}
+		expectClosed(t, w)
+	}
+
+	// The fault hook runs once the watch is admitted, before it is
+	// registered: the watch's connection drops with the others.
+	s.SetFault(func(_ context.Context, req Request) error {
+		if req.Verb == "watch" {
+			s.CloseWatches()
+		}
+		return nil
+	})
+	w := openWatch(t, s, metav1.ListOptions{ResourceVersion: s.ResourceVersion()})
+	s.SetFault(nil)
+	if _, err := s.Update(cm("a")); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, w)
+}
+
 func TestFaultHookAndRequestLog(t *testing.T) {
 	s := newServer(t, "a")
 	throttled := apierrors.NewTooManyRequests("slow down", 3)

@@ -48,6 +48,9 @@ type queued struct {
 
 // watch serves a WATCH with the API server's resourceVersion semantics.
 func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	s.mu.Lock()
+	drops := s.drops
+	s.mu.Unlock()
 	if err := s.admit(ctx, "watch", opts); err != nil {
 		return nil, err
 	}
@@ -100,7 +103,13 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 			w.enqueue(queued{typ: c.typ, v: c.v})
 		}
 	}
-	s.watches[w] = struct{}{}
+	if s.drops != drops {
+		// CloseWatches ran while this watch was being admitted: its
+		// connection dropped with the others, and it ends at once.
+		w.close()
+	} else {
+		s.watches[w] = struct{}{}
+	}
 	s.pumps.Add(1)
 	go w.pump()
 	return w, nil
@@ -134,6 +143,15 @@ func (w *serverWatch) Stop() {
 }
 
 func (w *serverWatch) close() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+func (w *serverWatch) closed() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
+}
 
 // enqueue adds an event; the caller holds s.mu.
 func (w *serverWatch) enqueue(q queued) {
@@ -208,6 +226,9 @@ func (s *Server) nextInitial(w *serverWatch) (batch []*version, end bool) {
 // next waits for the next queued event; false means the watch must end.
 func (w *serverWatch) next() (queued, bool) {
 	for {
+		if w.closed() {
+			return queued{}, false
+		}
 		w.s.mu.Lock()
 		if len(w.queue) > 0 {
 			q := w.queue[0]
@@ -228,6 +249,9 @@ func (w *serverWatch) next() (queued, bool) {
 }
 
 func (w *serverWatch) send(ev watch.Event) bool {
+	if w.closed() {
+		return false
+	}
 	select {
 	case w.result <- ev:
 		return true
@@ -257,12 +281,22 @@ func (s *Server) bookmark(rv uint64, end bool) runtime.Object {
 }
 
 // CloseWatches ends every open watch now, as a dropped connection does:
-// events not yet received are lost; clients resume from what they saw.
+// no change committed after it reaches them (nor a watch that was being
+// opened), an event a client was being handed may still arrive, and the
+// rest are lost; clients resume from what they saw.
 func (s *Server) CloseWatches() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropWatchesLocked()
+}
+
+// dropWatchesLocked closes every open watch and forgets it, so that later
+// changes are not queued for it; the caller holds s.mu.
+func (s *Server) dropWatchesLocked() {
+	s.drops++
 	for w := range s.watches {
 		w.close()
+		delete(s.watches, w)
 	}
 }
 
