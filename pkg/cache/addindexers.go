@@ -55,6 +55,21 @@ func (b *indexBuild) build(items map[string]any) []index {
 	return indices
 }
 
+// prepare readies obj, stored under key, for a later put with the added
+// indices: an encoded entry gets its values (attach appends them), a plain
+// object is checked to be indexable. Either panics as build would.
+func (b *indexBuild) prepare(key string, obj any) {
+	switch e := obj.(type) {
+	case nil:
+	case *encoded:
+		b.entryValues(key, e)
+	default:
+		for _, ix := range b.added {
+			ix.values(key, obj)
+		}
+	}
+}
+
 // entryValues returns e's values for the added indices, decoding it the
 // first time. An entry that cannot be decoded cannot be indexed: like an
 // index function that fails, that panics, and the store stays as it was.

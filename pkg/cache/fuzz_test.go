@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"math"
 	"strconv"
 	"testing"
 
@@ -21,7 +22,9 @@ func FuzzIndexerAgainstClientGo(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 0x25, 7, 11, 7, 8, 1, 0, 3, 1, 12, 6, 3, 2, 0x26, 5, 0x27, 9, 11, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &opReader{data: data}
-		h := newHarness(t, r.next()%2 == 0)
+		setup := r.next()
+		h := newHarness(t, setup%2 == 0)
+		h.setInPlaceLimit(inPlaceLimits[int(setup/2)%len(inPlaceLimits)])
 		h.check()
 		for i := 0; i < maxFuzzOps && r.more(); i++ {
 			r.apply(h)
@@ -31,6 +34,16 @@ func FuzzIndexerAgainstClientGo(f *testing.F) {
 }
 
 const maxFuzzOps = 200
+
+// inPlaceLimits are the bounds on a paged replace's writes in place the
+// fuzzer chooses from: the Indexer's own, none (every replace is built
+// beside the live generation) and unbounded (every replace with reuse is
+// written in place, even into tiny stores).
+var inPlaceLimits = []func(size int) int{
+	nil,
+	func(int) int { return 0 },
+	func(int) int { return math.MaxInt },
+}
 
 // opReader turns bytes into operations; reading past the end yields zeros.
 type opReader struct {

@@ -128,6 +128,13 @@ func newHarness(t testing.TB, reuse bool) *harness {
 	}
 }
 
+// setInPlaceLimit sets both of our Indexers' bound on the writes a paged
+// replace does in place (nil: their own).
+func (h *harness) setInPlaceLimit(limit func(size int) int) {
+	h.ours.testInPlaceLimit = limit
+	h.enc.testInPlaceLimit = limit
+}
+
 // sameErr fails unless both errors are nil or both have the same text.
 func (h *harness) sameErr(what string, ours, theirs error) {
 	h.t.Helper()

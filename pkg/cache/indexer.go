@@ -49,6 +49,10 @@ type Indexer struct {
 	indexers []namedIndexer
 	byName   map[string]int
 
+	// testInPlaceLimit, if set, replaces the bound on the writes a paged
+	// replace does in place (see pagedReplace) for a live generation of
+	// size objects.
+	testInPlaceLimit func(size int) int
 	// testHookBeforeWriteLock, if set, runs where FinishReplace and
 	// AddIndexers go from the read lock to the write lock.
 	testHookBeforeWriteLock func()
@@ -403,8 +407,15 @@ func (c *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	// fails panics and leaves the store as it was.
 	b := &indexBuild{codec: c.codec, added: added}
 	var bufferIndices []index
-	if c.buffer != nil {
+	switch {
+	case c.buffer != nil && c.buffer.gen != nil:
 		bufferIndices = b.build(c.buffer.gen.items)
+	case c.buffer != nil:
+		// Recorded in place: the objects it will write into the live
+		// generation need their values for the added indices too.
+		for _, ch := range c.buffer.changes {
+			b.prepare(ch.Key, ch.New)
+		}
 	}
 	liveIndices, seen := c.buildLiveIndices(b)
 	if c.testHookBeforeWriteLock != nil {
@@ -420,7 +431,7 @@ func (c *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 		c.byName[ix.name] = len(c.indexers)
 		c.indexers = append(c.indexers, ix)
 		c.live.indices = append(c.live.indices, liveIndices[i])
-		if c.buffer != nil {
+		if bufferIndices != nil {
 			c.buffer.gen.indices = append(c.buffer.gen.indices, bufferIndices[i])
 		}
 	}

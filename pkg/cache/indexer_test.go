@@ -196,22 +196,28 @@ func TestIndexerAgainstClientGo(t *testing.T) {
 			add(a0), start(), buffer(a1), replace("30", b1, c2), finish("18"),
 		}},
 	}
+	// Each case with paged replaces recorded in place as the Indexer
+	// decides, never, and always (see inPlaceLimits).
+	limits := []string{"own-limit", "built-beside", "in-place"}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, tc.reuse)
-			h.check()
-			for i, s := range tc.steps {
-				s(h)
-				func() {
-					defer func() {
-						if t.Failed() {
-							t.Logf("after step %d", i)
-						}
+		for l, limit := range inPlaceLimits {
+			t.Run(tc.name+"/"+limits[l], func(t *testing.T) {
+				h := newHarness(t, tc.reuse)
+				h.setInPlaceLimit(limit)
+				h.check()
+				for i, s := range tc.steps {
+					s(h)
+					func() {
+						defer func() {
+							if t.Failed() {
+								t.Logf("after step %d", i)
+							}
+						}()
+						h.check()
 					}()
-					h.check()
-				}()
-			}
-		})
+				}
+			})
+		}
 	}
 }
 

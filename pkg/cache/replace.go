@@ -13,18 +13,45 @@ import (
 // is in progress.
 var ErrNoReplace = errors.New("no paged replace in progress")
 
-// pagedReplace is the buffer of a paged replace in progress: the next generation, built
-// page by page, indices included, while readers use the live one.
+// pagedReplace is a paged replace in progress. It starts in place: it
+// records the list against the live generation (each key with the object
+// the list gave, and the set of keys seen) and finishing writes only what
+// differs into the live generation, under the write lock. While most objects
+// are reused, that holds far less beside the store than a second generation
+// would: the key set and the change list instead of a second map of every
+// key and a second copy of every index (about 60% less at 1M objects).
+// Once more than maxInPlace objects differ (while adding, or at the end
+// counting the deletions), it builds the next generation beside the live
+// one and finishing swaps it in whole, so that readers never wait for more
+// than maxInPlace writes.
 type pagedReplace struct {
+	// gen is the next generation once it is built beside the live one;
+	// nil while the replace is recorded in place.
 	gen *generation
+	// seen holds the keys of changes while gen is nil.
+	seen map[string]struct{}
 	// changes holds the buffered keys in order of first occurrence: the
-	// diff's list order. Their Old and New are filled when the paged replace
-	// finishes, in place, so that finishing allocates nothing in proportion
-	// to the collection at the moment both generations are alive.
+	// diff's list order. In place, New is the object recorded for the key
+	// (the live object when reused); Old, and New once gen exists, are
+	// filled when the paged replace finishes, in place, so that finishing
+	// allocates nothing in proportion to the collection.
 	changes []Change
-	// sizedFor is the number of objects gen's maps were made for.
-	sizedFor int
+	// differing counts the objects recorded in place that were not reused
+	// (an upper bound: a key given twice counts twice).
+	differing int
+	// maxInPlace is the most writes finishing does in place.
+	maxInPlace int
+	// sizedFor is the number of objects gen's maps are made for, and
+	// indexSizes the values per index, both from the live generation at
+	// the start.
+	sizedFor   int
+	indexSizes []int
 }
+
+// inPlaceShare bounds the writes a paged replace may do in place to a
+// quarter of the live generation: the longest readers wait for a finish.
+// client-go's Replace holds its lock while it builds a whole new store.
+const inPlaceShare = 4
 
 // Diff is what finishing a paged replace changed: everything an informer needs to
 // notify its handlers without reading the store again.
@@ -58,23 +85,36 @@ type Change struct {
 	Old, New any
 }
 
-// StartReplace opens an empty replace buffer, discarding any paged replace in
-// progress. Until FinishReplace, readers and live writes keep using the live
+// StartReplace opens an empty paged replace, discarding any in progress.
+// Until FinishReplace, readers and live writes keep using the live
 // generation.
 func (c *Indexer) StartReplace() {
 	c.replaceMu.Lock()
 	defer c.replaceMu.Unlock()
 	c.buffer = nil // let a discarded buffer go before allocating the next
-	// The collection is most likely about as large as it was: size the maps
-	// for that rather than growing them (and their garbage) page by page.
+	// The collection is most likely about as large as it was: size for that
+	// rather than growing (and leaving garbage) page by page.
 	c.mu.RLock()
 	size, indexSizes := len(c.live.items), c.live.indexSizes()
 	c.mu.RUnlock()
-	c.buffer = &pagedReplace{
-		gen:      newGeneration(size, c.indexers, indexSizes),
-		changes:  make([]Change, 0, size),
-		sizedFor: size,
+	maxInPlace := size / inPlaceShare
+	if c.testInPlaceLimit != nil {
+		maxInPlace = c.testInPlaceLimit(size)
 	}
+	r := &pagedReplace{
+		changes:    make([]Change, 0, size),
+		maxInPlace: maxInPlace,
+		sizedFor:   size,
+		indexSizes: indexSizes,
+	}
+	if c.relistReuse && r.maxInPlace > 0 {
+		r.seen = make(map[string]struct{}, size)
+	} else {
+		// Without reuse every object differs; an empty or tiny store gains
+		// nothing in place.
+		r.gen = newGeneration(size, c.indexers, indexSizes)
+	}
+	c.buffer = r
 }
 
 // Replacing reports whether a paged replace is in progress.
@@ -134,11 +174,80 @@ func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (sto
 	}
 	if !reused {
 		c.setIndexValues(key, final, stored)
+		if c.buffer.gen == nil {
+			// Index it now, as a generation being built would: an index
+			// function that fails must panic here, not halfway through
+			// the writes of FinishReplace.
+			c.checkIndexable(c.indexers, key, stored)
+		}
 	}
-	if _, existed := c.buffer.gen.put(c.indexers, key, stored); !existed {
-		c.buffer.changes = append(c.buffer.changes, Change{Key: key})
-	}
+	c.buffer.add(c.indexers, key, stored, reused)
 	return stored, reused, nil
+}
+
+// checkIndexable runs indexers on a plain object, panicking as a put would
+// if one fails; an encoded entry's values are already computed.
+func (c *Indexer) checkIndexable(indexers []namedIndexer, key string, stored any) {
+	if _, isEncoded := stored.(*encoded); isEncoded || stored == nil {
+		return
+	}
+	for _, ix := range indexers {
+		ix.values(key, stored)
+	}
+}
+
+// add buffers stored under key; reused says it is the live object.
+func (r *pagedReplace) add(indexers []namedIndexer, key string, stored any, reused bool) {
+	if r.gen != nil {
+		if _, existed := r.gen.put(indexers, key, stored); !existed {
+			r.changes = append(r.changes, Change{Key: key})
+		}
+		return
+	}
+	if !reused {
+		r.differing++
+	}
+	if _, again := r.seen[key]; again {
+		r.replaceRecorded(key, stored)
+	} else {
+		r.seen[key] = struct{}{}
+		r.changes = append(r.changes, Change{Key: key, New: stored})
+	}
+	if r.differing > r.maxInPlace {
+		r.buildGeneration(indexers)
+	}
+}
+
+// replaceRecorded replaces the object recorded for key, which a list gave
+// twice. A list never should, so a linear search is enough.
+func (r *pagedReplace) replaceRecorded(key string, stored any) {
+	for i := len(r.changes) - 1; i >= 0; i-- {
+		if r.changes[i].Key == key {
+			r.changes[i].New = stored
+			return
+		}
+	}
+}
+
+// buildGeneration turns a replace recorded in place into the next
+// generation, built from what it recorded; from then on it is built as
+// pages come.
+func (r *pagedReplace) buildGeneration(indexers []namedIndexer) {
+	r.gen = newGeneration(r.sizedFor, indexers, r.indexSizes)
+	for _, ch := range r.changes {
+		r.gen.put(indexers, ch.Key, ch.New)
+	}
+	r.seen = nil
+}
+
+// holds reports whether the replace has an object under key.
+func (r *pagedReplace) holds(key string) bool {
+	if r.gen != nil {
+		_, ok := r.gen.items[key]
+		return ok
+	}
+	_, ok := r.seen[key]
+	return ok
 }
 
 // unchangedLive returns the live object under key if obj is the same
@@ -165,13 +274,15 @@ func (c *Indexer) unchangedLive(key string, obj any) (any, bool) {
 	return live, true
 }
 
-// FinishReplace makes the replace buffer the live generation at
-// resourceVersion and returns the difference to the generation it replaced,
-// which is dropped as a whole (objects that handlers or the Diff still hold
-// stay valid). The diff is computed under the read lock; the write lock is
-// held only for the swap, unless a live write came in between, in which case
-// the diff is computed again under it. It returns ErrNoReplace if no paged replace
-// is in progress.
+// FinishReplace makes what the paged replace buffered the live generation
+// at resourceVersion and returns the difference to what it replaces. The
+// diff is computed under the read lock; the write lock is held only to
+// write it (a replace recorded in place: at most a quarter of the store's
+// keys) or to swap in the generation built beside the live one, which is
+// then dropped as a whole. Objects that handlers or the Diff hold stay valid
+// either way. If a live write came in between, the diff is computed again
+// under the write lock. It returns ErrNoReplace if no paged replace is in
+// progress.
 func (c *Indexer) FinishReplace(resourceVersion string) (*Diff, error) {
 	c.replaceMu.Lock()
 	defer c.replaceMu.Unlock()
@@ -181,6 +292,12 @@ func (c *Indexer) FinishReplace(resourceVersion string) (*Diff, error) {
 	}
 	d := &Diff{ResourceVersion: resourceVersion}
 	seen := c.diffLive(buf, d)
+	if buf.gen == nil && inPlaceWrites(d) > buf.maxInPlace {
+		// Many deleted: building what stays costs less than the deletes
+		// would cost readers. The diff stays as it is: the generation
+		// holds the very objects recorded.
+		buf.buildGeneration(c.indexers)
+	}
 	if c.testHookBeforeWriteLock != nil {
 		c.testHookBeforeWriteLock()
 	}
@@ -188,20 +305,43 @@ func (c *Indexer) FinishReplace(resourceVersion string) (*Diff, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.liveWrites != seen {
+		// The live writes in between add at most their own number to the
+		// writes done in place.
 		buf.diff(c.live, d)
 	}
-	c.live = buf.gen
-	if buf.sizedFor >= minShrinkToFit && buf.sizedFor >= 2*len(buf.gen.items) {
+	switch {
+	case buf.gen == nil:
+		c.live.apply(c.indexers, d)
+	case buf.sizedFor >= minShrinkToFit && buf.sizedFor >= 2*len(buf.gen.items):
 		// Sized for a collection at least twice as large (a sharded
 		// informer's range shrank, or half the objects were deleted): Go's
 		// maps never shrink, so copy them into maps of the right size
 		// rather than keep the larger ones until the next relist.
 		c.live = buf.gen.shrunkToFit()
+	default:
+		c.live = buf.gen
 	}
 	c.rv = resourceVersion
 	c.liveWrites++
 	c.buffer = nil
 	return d, nil
+}
+
+// inPlaceWrites is the number of writes applying d in place takes.
+func inPlaceWrites(d *Diff) int {
+	return len(d.Changes) - d.Reused + len(d.Deleted)
+}
+
+// apply writes d, a diff from g, into g: what differs and the deletions.
+func (g *generation) apply(indexers []namedIndexer, d *Diff) {
+	for _, ch := range d.Changes {
+		if !samePointer(ch.Old, ch.New) {
+			g.put(indexers, ch.Key, ch.New)
+		}
+	}
+	for _, del := range d.Deleted {
+		g.remove(indexers, del.Key)
+	}
 }
 
 // diffLive fills d under the read lock and returns the live write count it
@@ -220,14 +360,17 @@ func (r *pagedReplace) diff(live *generation, d *Diff) {
 	d.Reused = 0
 	for i := range d.Changes {
 		c := &d.Changes[i]
-		c.New, c.Old = r.gen.items[c.Key], live.items[c.Key]
+		if r.gen != nil {
+			c.New = r.gen.items[c.Key]
+		}
+		c.Old = live.items[c.Key]
 		if samePointer(c.Old, c.New) {
 			d.Reused++
 		}
 	}
 	d.Deleted = d.Deleted[:0]
 	for key, obj := range live.items {
-		if _, ok := r.gen.items[key]; !ok {
+		if !r.holds(key) {
 			d.Deleted = append(d.Deleted, toolscache.DeletedFinalStateUnknown{Key: key, Obj: obj})
 		}
 	}

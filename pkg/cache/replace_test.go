@@ -9,10 +9,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"runtime"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/leaninformer/leaninformer/internal/memstat"
 )
 
 // fill adds n objects a/0..a/n-1 with rv "1" and returns them.
@@ -370,36 +373,44 @@ func TestConcurrentReadersSeeWholeGenerations(t *testing.T) {
 	}
 }
 
-// A replace that leaves at most half the objects its buffer was sized for
-// (a sharded informer's range shrank) makes the live generation anew with
-// maps of the right size: Go's maps never shrink. The copy holds the same
-// objects and index entries; a replace of about the same size keeps the
-// buffer as it is.
+// A replace that deletes more than it may in place and leaves at most half
+// the objects its generation was sized for (a sharded informer's range
+// shrank) makes the live generation anew with maps of the right size: Go's
+// maps never shrink. The copy holds the same objects and index entries. A
+// replace that deletes a quarter is written in place: the live generation
+// stays.
 func TestFinishReplaceShrinksOversizedMaps(t *testing.T) {
 	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers())
 	objs := fill(t, c, 4*minShrinkToFit)
 
-	replace := func(keep func(i int) bool) *generation {
+	// replace returns the generation built beside the live one, nil if the
+	// replace was written in place.
+	replace := func(keep func(i int) bool) (built *generation) {
 		t.Helper()
 		c.StartReplace()
-		buffered := c.buffer.gen
 		for i, o := range objs {
 			if keep(i) {
 				mustAddToReplace(t, c, o, nil)
 			}
 		}
+		c.testHookBeforeWriteLock = func() { built = c.buffer.gen }
+		defer func() { c.testHookBeforeWriteLock = nil }()
 		if _, err := c.FinishReplace("2"); err != nil {
 			t.Fatal(err)
 		}
-		return buffered
+		return built
 	}
 
-	if buffered := replace(func(i int) bool { return i%4 != 0 }); c.live != buffered {
-		t.Error("a replace keeping three quarters of the objects copied its maps")
+	live := c.live
+	if built := replace(func(i int) bool { return i%4 != 0 }); built != nil || c.live != live {
+		t.Error("a replace deleting a quarter of the objects was not written in place")
 	}
 	buffered := replace(func(i int) bool { return i%4 == 1 })
+	if buffered == nil {
+		t.Fatal("a replace deleting two thirds of the objects was written in place")
+	}
 	if c.live == buffered {
-		t.Fatal("a replace keeping a third of what its buffer was sized for kept the oversized maps")
+		t.Fatal("a replace keeping a third of what its generation was sized for kept the oversized maps")
 	}
 	if !maps.Equal(c.live.items, buffered.items) || len(c.live.indices) != len(buffered.indices) {
 		t.Fatalf("the shrunk generation holds %d objects, the buffer %d", len(c.live.items), len(buffered.items))
@@ -419,5 +430,115 @@ func TestFinishReplaceShrinksOversizedMaps(t *testing.T) {
 	}
 	if got, _ := c.ByIndex("color", "red"); len(got) != minShrinkToFit-1 {
 		t.Errorf("after a delete ByIndex(color=red) = %d objects, want %d", len(got), minShrinkToFit-1)
+	}
+}
+
+// A paged replace is written in place while at most a quarter of the live
+// generation's objects differ or are deleted; past that it is built beside
+// the live generation, from the moment the quarter is passed while adding,
+// or at the end when the deletions pass it. Either way the store ends with
+// exactly what was buffered.
+func TestPagedReplaceInPlaceUpToAQuarter(t *testing.T) {
+	const n = 100
+	cases := []struct {
+		name           string
+		changed, added int // objects given a new resourceVersion; new keys
+		deleted        int // live objects left out
+		wantBeside     bool
+		besideAt       int // the add after which it is built beside (0: at the end)
+	}{
+		{name: "unchanged", wantBeside: false},
+		{name: "a quarter changed", changed: 25},
+		{name: "a quarter and one changed", changed: 26, wantBeside: true, besideAt: 26},
+		{name: "new keys count as changed", changed: 20, added: 6, wantBeside: true, besideAt: n + 6},
+		{name: "a quarter deleted", deleted: 25},
+		{name: "a quarter changed and one deleted", changed: 25, deleted: 1, wantBeside: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers())
+			objs := fill(t, c, n)
+			live := c.live
+			c.StartReplace()
+			var list []*pom
+			for i, o := range objs[tc.deleted:] {
+				next := o.DeepCopy()
+				if i < tc.changed {
+					next.ResourceVersion = "2"
+					next.Labels = labels("color", "blue")
+				}
+				list = append(list, next)
+			}
+			for i := range tc.added {
+				list = append(list, obj("a", "new-"+strconv.Itoa(i), "uid-new-"+strconv.Itoa(i), "2", labels("color", "blue")))
+			}
+			builtAt := 0
+			for i, o := range list {
+				mustAddToReplace(t, c, o, nil)
+				if builtAt == 0 && c.buffer.gen != nil {
+					builtAt = i + 1
+				}
+			}
+			d, err := c.FinishReplace("3")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if beside := c.live != live; beside != tc.wantBeside {
+				t.Errorf("built beside the live generation: %t, want %t", beside, tc.wantBeside)
+			}
+			if builtAt != tc.besideAt {
+				t.Errorf("built beside after add %d, want %d (0: not while adding)", builtAt, tc.besideAt)
+			}
+			if got, want := d.Reused, n-tc.deleted-tc.changed; got != want {
+				t.Errorf("Diff.Reused = %d, want %d", got, want)
+			}
+			if len(d.Deleted) != tc.deleted || len(d.Changes) != len(list) {
+				t.Errorf("Diff has %d deleted, %d changes; want %d, %d", len(d.Deleted), len(d.Changes), tc.deleted, len(list))
+			}
+			if got := len(c.List()); got != len(list) {
+				t.Errorf("the store holds %d objects, want %d", got, len(list))
+			}
+			blue, _ := c.ByIndex("color", "blue")
+			red, _ := c.ByIndex("color", "red")
+			if len(blue) != tc.changed+tc.added || len(red) != len(list)-tc.changed-tc.added {
+				t.Errorf("index color: %d blue, %d red; want %d, %d", len(blue), len(red), tc.changed+tc.added, len(list)-tc.changed-tc.added)
+			}
+		})
+	}
+}
+
+// An unchanged relist written in place holds much less beside the store
+// than one built beside it: a key set and the change list instead of a
+// second map and second indices. Measured as the live heap after a full GC
+// at the end of the replace, both generations (or the record) held, over
+// the heap before it started; the relist's copies are allocated before, so
+// the figure is the replace's own.
+func TestPagedReplaceInPlaceHoldsLess(t *testing.T) {
+	const n = 20_000
+	held := func(limit func(int) int) uint64 {
+		c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers())
+		c.testInPlaceLimit = limit
+		objs := fill(t, c, n)
+		copies := make([]*pom, n)
+		for i, o := range objs {
+			copies[i] = o.DeepCopy()
+		}
+		base := memstat.HeapAfterGC()
+		var atEnd uint64
+		c.testHookBeforeWriteLock = func() { atEnd = memstat.HeapAfterGC() }
+		c.StartReplace()
+		for _, o := range copies {
+			mustAddToReplace(t, c, o, nil)
+		}
+		if _, err := c.FinishReplace("2"); err != nil {
+			t.Fatal(err)
+		}
+		runtime.KeepAlive(copies)
+		return atEnd - base
+	}
+	inPlace, beside := held(nil), held(func(int) int { return 0 })
+	t.Logf("held beside the store, per object: in place %d B, built beside %d B", inPlace/n, beside/n)
+	if inPlace*10 > beside*7 {
+		t.Errorf("in place holds %d B per object, built beside %d B: want at most 70%%", inPlace/n, beside/n)
 	}
 }
