@@ -36,9 +36,9 @@ func (ix namedIndexer) values(key string, obj any) []string {
 }
 
 // generation is one complete version of the store's contents: the objects by
-// key and, for each indexer, the keys by indexed value. The live store and the
-// replace buffer are both generations; finishing a paged replace makes the buffer
-// the live one.
+// key and, for each indexer, the keys by indexed value. The live store is
+// one; a paged replace in which many objects differ builds another beside
+// it, and finishing makes that the live one.
 type generation struct {
 	// items holds objects, or encoded entries in a store with a codec.
 	items map[string]any

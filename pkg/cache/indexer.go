@@ -16,8 +16,8 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 
 // Indexer is a thread-safe store of objects with indices. It implements
 // client-go's cache.Indexer with the same observable behaviour, and adds a
-// replace buffer (see StartReplace) that lets a relist build the next
-// generation of the store while readers keep using the current one.
+// paged replace (see StartReplace) that lets a relist record the store's
+// next contents while readers keep using the current ones.
 //
 // As with client-go's indexer, objects handed in or out are shared: callers
 // must treat them as immutable. With WithCodec, objects are kept encoded and

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"runtime"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
