@@ -271,105 +271,116 @@ func TestReplaceOpsWithoutReplace(t *testing.T) {
 
 // TestConcurrentReadersSeeWholeGenerations: while paged replaces
 // generation k by generation k+1 (other objects, other sizes), every read
-// sees one complete generation.
+// sees one complete generation, whether the replace is swapped in or
+// written in place.
 func TestConcurrentReadersSeeWholeGenerations(t *testing.T) {
-	const (
-		generations = 40
-		readers     = 3
-	)
-	size := func(gen int) int { return 50 + 7*(gen%5) } // differs between neighbours
-	genOf := func(o any) int {
-		m, err := meta.Accessor(o)
-		if err != nil {
-			t.Errorf("object without metadata: %v", err)
-			return -1
+	// As the Indexer decides (built beside: nothing is reused), and with
+	// every replace written in place.
+	for l, limit := range inPlaceLimits {
+		if l == 1 {
+			continue // the same as the Indexer's own here
 		}
-		g, _ := strconv.Atoi(m.GetLabels()["gen"])
-		return g
-	}
-	indexers := toolscache.Indexers{
-		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
-		"gen":                     func(o any) ([]string, error) { return []string{strconv.Itoa(genOf(o))}, nil },
-	}
-	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
-	build := func(gen int) []*pom {
-		objs := make([]*pom, size(gen))
-		for i := range objs {
-			// Alternate namespaces, and a different resourceVersion per
-			// generation so that nothing is reused.
-			objs[i] = obj([]string{"x", "y"}[i%2], strconv.Itoa(i), "u"+strconv.Itoa(i), strconv.Itoa(gen), labels("gen", strconv.Itoa(gen)))
-		}
-		return objs
-	}
-	for _, o := range build(0) {
-		if err := c.Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// check fails unless objs are all of one generation and of its size in
-	// namespace ns ("" for all).
-	check := func(what string, objs []any, ns string) {
-		if len(objs) == 0 {
-			t.Errorf("%s: empty", what)
-			return
-		}
-		gen := genOf(objs[0])
-		for _, o := range objs[1:] {
-			if g := genOf(o); g != gen {
-				t.Errorf("%s mixes generations %d and %d", what, gen, g)
-				return
-			}
-		}
-		want := size(gen)
-		if ns == "x" {
-			want = (want + 1) / 2
-		}
-		if len(objs) != want {
-			t.Errorf("%s: %d objects of generation %d, want %d", what, len(objs), gen, want)
-		}
-	}
-
-	var done atomic.Bool
-	var reads atomic.Int64
-	var wg sync.WaitGroup
-	for range readers {
-		wg.Go(func() {
-			for !done.Load() && !t.Failed() {
-				check("List", c.List(), "")
-				objs, err := c.ByIndex(toolscache.NamespaceIndex, "x")
+		t.Run([]string{"own-limit", "", "in-place"}[l], func(t *testing.T) {
+			const (
+				generations = 40
+				readers     = 3
+			)
+			size := func(gen int) int { return 50 + 7*(gen%5) } // differs between neighbours
+			genOf := func(o any) int {
+				m, err := meta.Accessor(o)
 				if err != nil {
-					t.Error(err)
+					t.Errorf("object without metadata: %v", err)
+					return -1
+				}
+				g, _ := strconv.Atoi(m.GetLabels()["gen"])
+				return g
+			}
+			indexers := toolscache.Indexers{
+				toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+				"gen":                     func(o any) ([]string, error) { return []string{strconv.Itoa(genOf(o))}, nil },
+			}
+			c := NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+			c.testInPlaceLimit = limit
+			build := func(gen int) []*pom {
+				objs := make([]*pom, size(gen))
+				for i := range objs {
+					// Alternate namespaces, and a different resourceVersion per
+					// generation so that nothing is reused.
+					objs[i] = obj([]string{"x", "y"}[i%2], strconv.Itoa(i), "u"+strconv.Itoa(i), strconv.Itoa(gen), labels("gen", strconv.Itoa(gen)))
+				}
+				return objs
+			}
+			for _, o := range build(0) {
+				if err := c.Add(o); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			// check fails unless objs are all of one generation and of its size in
+			// namespace ns ("" for all).
+			check := func(what string, objs []any, ns string) {
+				if len(objs) == 0 {
+					t.Errorf("%s: empty", what)
 					return
 				}
-				check("ByIndex(namespace, x)", objs, "x")
-				values := c.ListIndexFuncValues("gen")
-				if len(values) != 1 {
-					t.Errorf("ListIndexFuncValues(gen) = %v, want one generation", values)
+				gen := genOf(objs[0])
+				for _, o := range objs[1:] {
+					if g := genOf(o); g != gen {
+						t.Errorf("%s mixes generations %d and %d", what, gen, g)
+						return
+					}
 				}
-				reads.Add(1)
+				want := size(gen)
+				if ns == "x" {
+					want = (want + 1) / 2
+				}
+				if len(objs) != want {
+					t.Errorf("%s: %d objects of generation %d, want %d", what, len(objs), gen, want)
+				}
+			}
+
+			var done atomic.Bool
+			var reads atomic.Int64
+			var wg sync.WaitGroup
+			for range readers {
+				wg.Go(func() {
+					for !done.Load() && !t.Failed() {
+						check("List", c.List(), "")
+						objs, err := c.ByIndex(toolscache.NamespaceIndex, "x")
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						check("ByIndex(namespace, x)", objs, "x")
+						values := c.ListIndexFuncValues("gen")
+						if len(values) != 1 {
+							t.Errorf("ListIndexFuncValues(gen) = %v, want one generation", values)
+						}
+						reads.Add(1)
+					}
+				})
+			}
+			for gen := 1; gen <= generations && !t.Failed(); gen++ {
+				c.StartReplace()
+				for _, o := range build(gen) {
+					if _, _, err := c.AddToReplace(o, nil); err != nil {
+						t.Error(err)
+					}
+				}
+				d, err := c.FinishReplace(strconv.Itoa(gen))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Reused != 0 || len(d.Changes) != size(gen) {
+					t.Errorf("generation %d: %d changes, %d reused", gen, len(d.Changes), d.Reused)
+				}
+			}
+			done.Store(true)
+			wg.Wait()
+			if reads.Load() == 0 {
+				t.Fatal("no reads ran during the paged replaces")
 			}
 		})
-	}
-	for gen := 1; gen <= generations && !t.Failed(); gen++ {
-		c.StartReplace()
-		for _, o := range build(gen) {
-			if _, _, err := c.AddToReplace(o, nil); err != nil {
-				t.Error(err)
-			}
-		}
-		d, err := c.FinishReplace(strconv.Itoa(gen))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Reused != 0 || len(d.Changes) != size(gen) {
-			t.Errorf("generation %d: %d changes, %d reused", gen, len(d.Changes), d.Reused)
-		}
-	}
-	done.Store(true)
-	wg.Wait()
-	if reads.Load() == 0 {
-		t.Fatal("no reads ran during the paged replaces")
 	}
 }
 
