@@ -27,13 +27,17 @@ import (
 //     (a sharded informer without server-side shard selectors) thins out
 //     before the pages get here;
 //   - no page holds more than maxPageBytes of decoded objects (estimated
-//     from a sample of the last page), and no page is smaller than the
-//     first: never more requests, and never more memory per page, than the
-//     default page size alone would need.
+//     from a sample of the last page), or 1/maxPageShare of what the
+//     listing keeps where that is more (up to maxPageBytesCap), and no page
+//     is smaller than the first: never more requests than the default page
+//     size alone would need, and never more memory per page than 16 MiB or
+//     2.5% of the store the list fills.
 //
-// Past maxPageBytes a list takes more requests than the burst, each one
+// Past the byte bound a list takes more requests than the burst, each one
 // past it 200 ms at client-go's defaults: there the memory bound wins over
-// the rate limit (the package README has the figures at 1M objects).
+// the rate limit. The share keeps that to about maxPageShare LISTs for a
+// large collection (at 1M objects of 1 KiB, 40 instead of 82), at the same
+// cost relative to the store as 16 MiB is to a store of 640 MiB.
 const (
 	// targetListRequests is the LISTs a restart aims for: client-go's
 	// default burst of 10, less the WATCH that follows the list and the
@@ -42,6 +46,11 @@ const (
 	// maxPageBytes bounds the decoded objects of one page: 16 MiB is
 	// under 2% of a store of a million small objects (about 1 KiB each).
 	maxPageBytes = 16 << 20
+	// maxPageShare lets a page of a larger collection hold up to
+	// 1/maxPageShare (2.5%) of the decoded bytes the listing keeps, and
+	// maxPageBytesCap bounds that: one response of at most 64 MiB.
+	maxPageShare    = 40
+	maxPageBytesCap = 64 << 20
 	// sampledObjects is how many objects of each page the size estimate
 	// walks, spread over the page.
 	sampledObjects = 16
@@ -152,7 +161,7 @@ func (s *pageSizer) plan(p pageProgress) int64 {
 		last = lists == 1
 	}
 	if s.objectBytes > 0 {
-		bound := maxPageBytes / s.objectBytes
+		bound := s.pageBytes(p) / s.objectBytes
 		if last {
 			// The plan's last LIST takes whatever is left, up to the byte
 			// bound: a limit only caps the page, and a collection that grew
@@ -163,6 +172,19 @@ func (s *pageSizer) plan(p pageProgress) int64 {
 		want = min(want, bound)
 	}
 	return max(want, s.first)
+}
+
+// pageBytes is the byte bound of p's next page: maxPageBytes, or
+// 1/maxPageShare of the bytes the listing keeps where that is more, up to
+// maxPageBytesCap. What it keeps is the collection scaled by the share of
+// the listed objects the ListerWatcher returned (a client-side filter keeps
+// a fraction, and the store holds only that), known once a page came.
+func (s *pageSizer) pageBytes(p pageProgress) int64 {
+	if p.expected <= 0 || p.listed <= 0 || p.received <= 0 {
+		return maxPageBytes
+	}
+	kept := p.expected * s.objectBytes / p.listed * p.received
+	return min(maxPageBytesCap, max(maxPageBytes, kept/maxPageShare))
 }
 
 // sampleBytes estimates the decoded bytes per object of items from up to

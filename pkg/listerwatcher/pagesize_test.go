@@ -116,6 +116,45 @@ func TestPageSizerBoundsTheBytesOfAPage(t *testing.T) {
 	}
 }
 
+// Past 640 MiB of decoded objects a page may hold 2.5% of the collection:
+// a list of 1.6 GB takes about maxPageShare LISTs, not one per 16 MiB. A
+// client-side filter that keeps a quarter keeps the 16 MiB bound: what a
+// page may hold is a share of what the store keeps.
+func TestPageSizerLetsPagesGrowWithALargeCollection(t *testing.T) {
+	const n = 100_000 // of about 16 KiB each
+	payload := strings.Repeat("x", 16<<10)
+	object := func(i int) k8sruntime.Object {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%07d", i), ResourceVersion: "12345"},
+			Data:       map[string]string{"payload": payload},
+		}
+	}
+	p := newPageSizer(DefaultPageSize, false)
+	limits := listCollection(&p, n, true, object)
+	bytes := int64(n) * p.objectBytes
+	if bytes < 1500<<20 || bytes > 1800<<20 {
+		t.Fatalf("estimated %d bytes an object: %d MiB in all, want about 1.6 GiB", p.objectBytes, bytes>>20)
+	}
+	shareBound := bytes / maxPageShare / p.objectBytes
+	for i, l := range limits[1 : len(limits)-1] {
+		if l < shareBound*99/100 || l > shareBound*101/100 {
+			t.Errorf("limit of LIST %d: %d, want 2.5%% of the collection, %d", i+2, l, shareBound)
+		}
+	}
+	if len(limits) > maxPageShare+2 {
+		t.Errorf("%d LISTs, want at most %d: the first page and 2.5%% of the collection each", len(limits), maxPageShare+2)
+	}
+
+	filtered := newPageSizer(DefaultPageSize, false)
+	limits = listFiltered(&filtered, n, 4, true, object)
+	byteBound := maxPageBytes / filtered.objectBytes
+	for i, l := range limits {
+		if l > byteBound {
+			t.Errorf("a quarter kept: limit of LIST %d is %d, above the 16 MiB bound of %d", i+1, l, byteBound)
+		}
+	}
+}
+
 func TestPageSizerNeverGoesBelowTheFirstPage(t *testing.T) {
 	p := newPageSizer(DefaultPageSize, false)
 	// 64 KiB objects: the byte bound allows 256 per page.
