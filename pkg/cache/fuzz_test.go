@@ -18,6 +18,9 @@ func FuzzIndexerAgainstClientGo(f *testing.F) {
 	f.Add([]byte{0})
 	// add, add, start, buffer copies of live (reuse), buffer fresh, finish
 	f.Add([]byte{0, 0, 4, 0x21, 0, 7, 0x22, 7, 8, 4, 1, 8, 5, 0, 9})
+	// the same, every paged replace written in place, then built beside
+	f.Add([]byte{4, 0, 4, 0x21, 0, 7, 0x22, 7, 8, 4, 1, 8, 5, 0, 9})
+	f.Add([]byte{2, 0, 4, 0x21, 0, 7, 0x22, 7, 8, 4, 1, 8, 5, 0, 9})
 	// add indexers while replacing, tombstone delete, bookmark, replace
 	f.Add([]byte{1, 0, 1, 0x25, 7, 11, 7, 8, 1, 0, 3, 1, 12, 6, 3, 2, 0x26, 5, 0x27, 9, 11, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
