@@ -330,6 +330,12 @@ func TestSmoke(t *testing.T) {
 	if rep.Provenance.Commit == "" || rep.Provenance.LoadAverageEnd == [3]float64{} {
 		t.Errorf("results.json lacks its provenance: %+v", rep.Provenance)
 	}
+	for _, p := range rep.AllRuns {
+		// Every window ends with a forced GC, which gctrace reports.
+		if p.PeakMark == nil || p.PeakMark.MarkedMiB <= 0 || p.PeakMark.AllocatedMiB() < 0 {
+			t.Errorf("row %q: PeakMark = %+v, want the gctrace of its largest mark", p.Row, p.PeakMark)
+		}
+	}
 	timelines := 0
 	for _, p := range rep.AllRuns {
 		v, err := findVariant(p.Row)

@@ -28,6 +28,7 @@ func startWindow(interval time.Duration) (*window, error) {
 	if err := benchkit.ResetPeakRSS(); err != nil {
 		return nil, err
 	}
+	markWindowBegin()
 	return &window{cpu0: benchkit.CPUSeconds(), gcCPU0: memstat.GCCPUSeconds(), start: time.Now(), sampler: memstat.Start(interval)}, nil
 }
 
@@ -42,6 +43,7 @@ func (w *window) stop(base baseline, row string) benchresults.Phase {
 	gcCPU := memstat.GCCPUSeconds() - w.gcCPU0
 	cpu := benchkit.CPUSeconds() - w.cpu0
 	steady := memstat.HeapAfterGC()
+	markWindowEnd()
 	return benchresults.Phase{
 		Row:             row,
 		SyncSeconds:     end.Sub(w.start).Seconds(),

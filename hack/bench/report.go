@@ -94,6 +94,7 @@ func aggregate(name, desc string, limit int64, phases []benchresults.Phase) (ben
 		BaselineRuntime: uint64(f(func(p benchresults.Phase) float64 { return float64(p.BaselineRuntime) })),
 		Requests:        ps[0].Requests,
 	}
+	m.PeakMark = medianRunsMark(ps, m.PeakLive)
 	return benchresults.Row{Name: name, Desc: desc, MemLimit: limit, Runs: len(ps), Median: m}, true
 }
 
@@ -247,7 +248,7 @@ func (r *Report) markdown() string {
 	fmt.Fprintf(&b, "%d bench %s in %d namespaces (%d in the cluster in all), protobuf on the wire, **%s**, %s, %s, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
 		r.Objects, r.title, benchNamespaces, r.TotalObjects, r.Limits, pages, snapshots, r.GOGC, r.Runs)
 	b.WriteString("Δ columns are heap MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns, in MiB). " +
-		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *steady*: heap after GC at the end; " +
+		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *peak mark*: that GC cycle as gctrace printed it, MiB marked / MiB allocated while it marked (absolute; what it allocated is counted live, reachable or not); *steady*: heap after GC at the end; " +
 		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +
 		"*CPU s*: the process's CPU time in the window (user and system, all threads, GC included); *GC CPU s*: the Go runtime's estimate of its GC share. " +
 		"*sync*: seconds to synced and handler drained (relist rows: from the relist's first request until the handler has all of it). " +
@@ -258,12 +259,12 @@ func (r *Report) markdown() string {
 		} else {
 			fmt.Fprintf(&b, "### GOMEMLIMIT=%.0f MiB (1.5 x the floor + the baseline runtime memory)\n\n", mib(lim))
 		}
-		b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | peak mark | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, row := range r.rowsWithLimit(lim) {
 			m := row.Median
-			fmt.Fprintf(&b, "| %s | %.2f | %d | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
-				row.Name, m.SyncSeconds, m.Requests.Lists, mib(float64(m.PeakHeap)), mib(float64(m.PeakLive)), mib(float64(m.SteadyHeap)),
+			fmt.Fprintf(&b, "| %s | %.2f | %d | %.1f | %.1f | %s | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
+				row.Name, m.SyncSeconds, m.Requests.Lists, mib(float64(m.PeakHeap)), mib(float64(m.PeakLive)), m.PeakMarkCell(), mib(float64(m.SteadyHeap)),
 				mib(m.PeakRSS), m.CPUSeconds, m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
 		}
 		b.WriteString("\n")

@@ -201,7 +201,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 		"--churn-created", strconv.Itoa(len(ch.created)),
 		"--timeline-interval", m.o.timelineInterval.String(),
 	)
-	cmd.Env = childEnv(os.Environ(), m.o.gogc, memLimit, v.env())
+	cmd.Env = withGCTrace(childEnv(os.Environ(), m.o.gogc, memLimit, v.env()))
 	cmd.Stderr = logFile
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -259,6 +259,9 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	}
 	for i := range phases {
 		phases[i].MemLimit = memLimit
+	}
+	if log, err := os.ReadFile(logPath); err == nil {
+		attachGCPeaks(phases, log)
 	}
 	m.done++
 	return phases, nil

@@ -181,26 +181,26 @@ func Tables(r *benchresults.Results) string {
 		} else {
 			fmt.Fprintf(&b, "**GOMEMLIMIT=%.0f MiB** (1.5 x the floor + the baseline runtime memory; %d %s, medians of %d runs)\n\n", mib(lim), r.Objects, title(r), r.Runs)
 		}
-		b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | peak mark | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, row := range r.Rows {
 			if row.MemLimit != lim {
 				continue
 			}
 			m := row.Median
-			fmt.Fprintf(&b, "| %s | %.2f | %d | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
-				row.Name, m.SyncSeconds, m.Requests.Lists, mib(m.PeakHeap), mib(m.PeakLive), mib(m.SteadyHeap),
+			fmt.Fprintf(&b, "| %s | %.2f | %d | %.1f | %.1f | %s | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
+				row.Name, m.SyncSeconds, m.Requests.Lists, mib(m.PeakHeap), mib(m.PeakLive), m.PeakMarkCell(), mib(m.SteadyHeap),
 				mib(m.PeakRSS), m.CPUSeconds, m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("<details><summary>Every run's figures</summary>\n\n| variant | GOMEMLIMIT MiB | run | sync s | peak heap Δ | peak live Δ | steady Δ | peak RSS | CPU s | GCs |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("<details><summary>Every run's figures</summary>\n\n| variant | GOMEMLIMIT MiB | run | sync s | peak heap Δ | peak live Δ | peak mark | steady Δ | peak RSS | CPU s | GCs |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	runs := map[string]int{}
 	for _, p := range r.AllRuns {
 		key := fmt.Sprint(p.Row, p.MemLimit)
 		runs[key]++
-		fmt.Fprintf(&b, "| %s | %.0f | %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.3f | %d |\n",
-			p.Row, mib(p.MemLimit), runs[key], p.SyncSeconds, mib(p.PeakHeap), mib(p.PeakLive), mib(p.SteadyHeap), mib(p.PeakRSS), p.CPUSeconds, p.GCs)
+		fmt.Fprintf(&b, "| %s | %.0f | %d | %.2f | %.1f | %.1f | %s | %.1f | %.1f | %.3f | %d |\n",
+			p.Row, mib(p.MemLimit), runs[key], p.SyncSeconds, mib(p.PeakHeap), mib(p.PeakLive), p.PeakMarkCell(), mib(p.SteadyHeap), mib(p.PeakRSS), p.CPUSeconds, p.GCs)
 	}
 	fmt.Fprintf(&b, "\n</details>\n\n`make bench` at %s, %s.\n", shortCommit(r), day(r))
 	return b.String()

@@ -1,5 +1,7 @@
 package benchresults
 
+import "fmt"
+
 // Results is everything a results file holds: where the run came from, the
 // medians of every row, the goals computed from them, and every run's
 // figures.
@@ -136,6 +138,9 @@ type Phase struct {
 	// PeakLive is the largest live heap a GC marked, in bytes above the
 	// baseline.
 	PeakLive int64 `json:"peakLiveBytes"`
+	// PeakMark is what gctrace said of the GC cycle that marked the most in
+	// the window; nil where the child's log had no such lines.
+	PeakMark *GCMark `json:"peakMark,omitempty"`
 	// SteadyHeap is the heap after two full GCs at the end of the window,
 	// in bytes above the baseline.
 	SteadyHeap int64 `json:"steadyHeapBytes"`
@@ -167,6 +172,31 @@ type Phase struct {
 	// Timeline is the heap over the child's life, on the initial sync's
 	// phase of informer rows; nil on the others.
 	Timeline *Timeline `json:"timeline,omitempty"`
+}
+
+// GCMark is one GC cycle as GODEBUG=gctrace=1 prints it, in MiB (the
+// runtime truncates), absolute rather than above the baseline. A GC counts
+// as live everything allocated while it marks, so of its MarkedMiB up to
+// EndMiB - StartMiB may be objects already unreachable when it ended.
+type GCMark struct {
+	// StartMiB is the heap when the mark began.
+	StartMiB int64 `json:"startMiB"`
+	// EndMiB is the heap when the mark ended.
+	EndMiB int64 `json:"endMiB"`
+	// MarkedMiB is the live heap the cycle marked.
+	MarkedMiB int64 `json:"markedMiB"`
+}
+
+// AllocatedMiB is what was allocated while the cycle marked.
+func (m GCMark) AllocatedMiB() int64 { return m.EndMiB - m.StartMiB }
+
+// PeakMarkCell is p's PeakMark as the tables show it: "marked / allocated
+// while marking", in MiB, or "–" without one.
+func (p Phase) PeakMarkCell() string {
+	if p.PeakMark == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%d / %d", p.PeakMark.MarkedMiB, p.PeakMark.AllocatedMiB())
 }
 
 // Requests counts the requests a child sent in a window, by kind. Its
