@@ -6,6 +6,7 @@ package memstat
 
 import (
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -91,14 +92,28 @@ func (s *Sampler) Sample() {
 	s.record(samples)
 }
 
-// Stop ends sampling, takes a last sample and returns the peaks.
+// Stop ends sampling, takes a last sample and returns the peaks. The last
+// sample waits for a GC cycle that is marking when Stop is called: one that
+// began just before (the last objects of a list pushed the heap past its
+// goal) has not been seen yet, and a full collection after Stop
+// (HeapAfterGC) would finish it and overwrite what it marked before anyone
+// read it.
 func (s *Sampler) Stop() Peak {
 	close(s.stop)
 	<-s.done
+	awaitMark()
 	s.Sample()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.peak
+}
+
+// awaitMark blocks until a GC cycle that is marking now, if any, has
+// finished its mark, without starting one: turning the collector off waits
+// for that (the runtime's setGCPercent returns "with no GC running"), and
+// the setting is restored at once.
+func awaitMark() {
+	debug.SetGCPercent(debug.SetGCPercent(-1))
 }
 
 // Snapshot is the heap at one moment.

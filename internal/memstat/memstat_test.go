@@ -2,6 +2,8 @@ package memstat
 
 import (
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -53,5 +55,65 @@ func TestReadFollowsAllocations(t *testing.T) {
 	sink = nil
 	if RuntimeBytes() < 32<<20 || GCCPUSeconds() < 0 {
 		t.Errorf("runtime memory %d bytes, GC CPU %v s: want at least the heap, and no negative time", RuntimeBytes(), GCCPUSeconds())
+	}
+}
+
+type node struct {
+	next *node
+	_    [6]uintptr // 64-byte nodes: more heap per pointer to mark
+}
+
+var list *node
+
+// gcPauses counts the collector's stop-the-world pauses so far.
+func gcPauses() uint64 {
+	s := []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}}
+	metrics.Read(s)
+	var n uint64
+	for _, c := range s[0].Value.Float64Histogram().Counts {
+		n += c
+	}
+	return n
+}
+
+// A cycle still marking when Stop is called counts: Stop waits for its mark
+// to finish before the last sample. Without that wait the sampler would
+// report the live heap of the cycle before, and the full GC a benchmark runs
+// after Stop would replace what the late cycle marked.
+func TestStopSeesACycleStillMarking(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no cycle but the one this test starts
+	runtime.GC()
+	before := Read()
+	// About 128 MiB of pointers for a mark to walk: it takes tens of
+	// milliseconds, far longer than noticing that it began.
+	for range 2 << 20 {
+		list = &node{next: list}
+	}
+	defer func() { list = nil }()
+	s := Start(time.Hour) // no sample but Start's and Stop's
+	pauses := gcPauses()
+	marked := make(chan struct{})
+	go func() {
+		defer close(marked)
+		runtime.GC()
+	}()
+	// A cycle begins with a stop-the-world pause: once that pause is
+	// counted and no cycle has completed, one is marking.
+	for deadline := time.Now().Add(5 * time.Second); gcPauses() == pauses; time.Sleep(50 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no GC cycle began within 5 s of runtime.GC")
+		}
+	}
+	if now := Read(); now.GCs != before.GCs {
+		t.Fatalf("a cycle completed before Stop (%d, then %d): the test needs one still marking", before.GCs, now.GCs)
+	}
+	p := s.Stop()
+	<-marked
+	if p.Live < before.Live+100<<20 {
+		t.Errorf("Stop reported a marked-live peak of %.1f MiB: it missed the cycle marking the %.0f MiB list when it was called (the cycle before marked %.1f MiB)",
+			MiB(p.Live), MiB(uint64(2<<20)*64), MiB(before.Live))
+	}
+	if p.GCs < 1 {
+		t.Errorf("GCs = %d, want the cycle that was marking when Stop was called", p.GCs)
 	}
 }
