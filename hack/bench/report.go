@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leaninformer/leaninformer/internal/benchdoc"
 	"github.com/leaninformer/leaninformer/internal/benchkit"
 	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
@@ -259,14 +260,7 @@ func (r *Report) markdown() string {
 		} else {
 			fmt.Fprintf(&b, "### GOMEMLIMIT=%.0f MiB (1.5 x the floor + the baseline runtime memory)\n\n", mib(lim))
 		}
-		b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | peak mark | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-		for _, row := range r.rowsWithLimit(lim) {
-			m := row.Median
-			fmt.Fprintf(&b, "| %s | %.2f | %d | %.1f | %.1f | %s | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
-				row.Name, m.SyncSeconds, m.Requests.Lists, mib(float64(m.PeakHeap)), mib(float64(m.PeakLive)), m.PeakMarkCell(), mib(float64(m.SteadyHeap)),
-				mib(m.PeakRSS), m.CPUSeconds, m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
-		}
+		b.WriteString(benchdoc.MedianTable(&r.Results, lim))
 		b.WriteString("\n")
 	}
 	b.WriteString("Variants:\n\n")
@@ -274,14 +268,10 @@ func (r *Report) markdown() string {
 		fmt.Fprintf(&b, "- `%s`: %s\n", row.Name, row.Desc)
 	}
 	if len(r.Goals) > 0 {
-		b.WriteString("\n### Goals (ours / theirs, measured in this run)\n\n| goal | ours | vs | ratio | target | met |\n|---|---|---|--:|--:|---|\n")
-		for _, g := range r.Goals {
-			met := "no"
-			if g.Met {
-				met = "yes"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | <= %.2f | %s |\n", g.Goal, g.Ours, g.Theirs, g.Ratio, g.Target, met)
-		}
+		b.WriteString("\n### Goals (ours / theirs, measured in this run)\n\n")
+		b.WriteString(benchdoc.Goals(&r.Results))
 	}
+	b.WriteString("\n### What the relists held at their largest mark (a diagnostic, not a goal)\n\n")
+	b.WriteString(benchdoc.Marks(&r.Results))
 	return b.String()
 }

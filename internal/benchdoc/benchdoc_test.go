@@ -124,7 +124,7 @@ func TestGenerateAndLoad(t *testing.T) {
 	for _, n := range []string{HeadlineBlock, ChartBlock} {
 		readme += beginMarker(n) + "\n" + endMarker(n) + "\n"
 	}
-	for _, n := range []string{RunBlock, GoalsBlock, TablesBlock, VariantsBlock} {
+	for _, n := range []string{RunBlock, GoalsBlock, MarksBlock, TablesBlock, VariantsBlock} {
 		bench += beginMarker(n) + "\n" + endMarker(n) + "\n"
 	}
 	must(os.WriteFile(filepath.Join(root, "README.md"), []byte(readme), 0o644))

@@ -39,7 +39,7 @@ func Generate(root string, l Layout) (map[string][]byte, error) {
 	out := map[string][]byte{l.Chart: chart}
 	for path, blocks := range map[string]map[string]string{
 		l.Readme:     {HeadlineBlock: Headline(r), ChartBlock: Chart(r, filepath.ToSlash(chartFromReadme))},
-		l.Benchmarks: {RunBlock: Run(r), GoalsBlock: Goals(r), TablesBlock: Tables(r), VariantsBlock: Variants(r)},
+		l.Benchmarks: {RunBlock: Run(r), GoalsBlock: Goals(r), MarksBlock: Marks(r), TablesBlock: Tables(r), VariantsBlock: Variants(r)},
 	} {
 		b, err := os.ReadFile(filepath.Join(root, path))
 		if err != nil {

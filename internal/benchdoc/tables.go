@@ -181,17 +181,7 @@ func Tables(r *benchresults.Results) string {
 		} else {
 			fmt.Fprintf(&b, "**GOMEMLIMIT=%.0f MiB** (1.5 x the floor + the baseline runtime memory; %d %s, medians of %d runs)\n\n", mib(lim), r.Objects, title(r), r.Runs)
 		}
-		b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | peak mark | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-		for _, row := range r.Rows {
-			if row.MemLimit != lim {
-				continue
-			}
-			m := row.Median
-			fmt.Fprintf(&b, "| %s | %.2f | %d | %.1f | %.1f | %s | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
-				row.Name, m.SyncSeconds, m.Requests.Lists, mib(m.PeakHeap), mib(m.PeakLive), m.PeakMarkCell(), mib(m.SteadyHeap),
-				mib(m.PeakRSS), m.CPUSeconds, m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
-		}
+		b.WriteString(MedianTable(r, lim))
 		b.WriteString("\n")
 	}
 	b.WriteString("<details><summary>Every run's figures</summary>\n\n| variant | GOMEMLIMIT MiB | run | sync s | peak heap Δ | peak live Δ | peak mark | steady Δ | peak RSS | CPU s | GCs |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
@@ -203,6 +193,24 @@ func Tables(r *benchresults.Results) string {
 			p.Row, mib(p.MemLimit), runs[key], p.SyncSeconds, mib(p.PeakHeap), mib(p.PeakLive), p.PeakMarkCell(), mib(p.SteadyHeap), mib(p.PeakRSS), p.CPUSeconds, p.GCs)
 	}
 	fmt.Fprintf(&b, "\n</details>\n\n`make bench` at %s, %s.\n", shortCommit(r), day(r))
+	return b.String()
+}
+
+// MedianTable is the table of every row's medians under GOMEMLIMIT limit
+// (0: none), as docs/benchmarks.md and hack/bench's results.md show it.
+func MedianTable(r *benchresults.Results, limit int64) string {
+	var b strings.Builder
+	b.WriteString("| variant | sync s | LISTs | peak heap Δ | peak live Δ | peak mark | steady Δ | peak RSS | CPU s | GC CPU s | GCs | objects | baseline heap | baseline RSS |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, row := range r.Rows {
+		if row.MemLimit != limit {
+			continue
+		}
+		m := row.Median
+		fmt.Fprintf(&b, "| %s | %.2f | %d | %.1f | %.1f | %s | %.1f | %.1f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n",
+			row.Name, m.SyncSeconds, m.Requests.Lists, mib(m.PeakHeap), mib(m.PeakLive), m.PeakMarkCell(), mib(m.SteadyHeap),
+			mib(m.PeakRSS), m.CPUSeconds, m.GCCPUSeconds, m.GCs, m.Objects, mib(m.BaselineHeap), mib(m.BaselineRSS))
+	}
 	return b.String()
 }
 
