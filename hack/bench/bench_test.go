@@ -19,6 +19,7 @@ import (
 
 	"github.com/leaninformer/leaninformer/internal/benchdoc"
 	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/benchobjects"
 	"github.com/leaninformer/leaninformer/internal/benchresults"
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/testenv"
@@ -49,6 +50,9 @@ func TestKindsIndexInvertsNames(t *testing.T) {
 			}
 			if !isBench(o) {
 				t.Errorf("%s %d lacks the bench label", k.resource, i)
+			}
+			if got := o.GetAnnotations()[revisionAnnotation]; got != revision(0) {
+				t.Errorf("%s %d has %s=%q, want the churn's revision 0 (%q)", k.resource, i, revisionAnnotation, got, revision(0))
 			}
 		}
 		other := 1 // an object in another namespace than object 0's
@@ -407,7 +411,7 @@ func TestSmoke(t *testing.T) {
 		checkRows(t, limited, []string{"floor", "ours-listwatch-intern", "ours-listwatch-intern relist"}, []int64{0, limited.MemLimit}, o.objects)
 		checkSVG(t, filepath.Join(o.out, "chart-memlimit.svg"))
 	}
-	p, err := cs.CoreV1().Pods(podNamespace(3)).Get(ctx, podName(3), metav1.GetOptions{})
+	p, err := cs.CoreV1().Pods(benchobjects.PodNamespace(3)).Get(ctx, benchobjects.PodName(3), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

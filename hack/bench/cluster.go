@@ -13,6 +13,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/benchobjects"
 )
 
 // populate makes the cluster hold exactly n bench objects of kind k,
@@ -20,8 +21,8 @@ import (
 // with workers concurrent requests. It returns the number of objects of the
 // kind in the cluster afterwards.
 func populate(ctx context.Context, cs kubernetes.Interface, k objectKind, n, workers int, prog *benchkit.Progress) (total int, err error) {
-	for i := range min(n, benchNamespaces) {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName(i), Labels: map[string]string{benchLabel: benchLabelValue}}}
+	for i := range min(n, benchobjects.Namespaces) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchobjects.Namespace(i), Labels: map[string]string{benchobjects.Label: benchobjects.LabelValue}}}
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return 0, fmt.Errorf("create namespace %s: %w", ns.Name, err)
 		}
@@ -30,7 +31,7 @@ func populate(ctx context.Context, cs kubernetes.Interface, k objectKind, n, wor
 	have := map[int]bool{}
 	type nsName struct{ namespace, name string }
 	var extra []nsName
-	err = listAll(ctx, cs, k, metav1.ListOptions{LabelSelector: benchLabel + "=" + benchLabelValue}, func(o metav1.Object) {
+	err = listAll(ctx, cs, k, metav1.ListOptions{LabelSelector: benchobjects.Label + "=" + benchobjects.LabelValue}, func(o metav1.Object) {
 		if i := k.index(o.GetNamespace(), o.GetName()); i >= 0 && i < n {
 			have[i] = true
 		} else {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leaninformer/leaninformer/internal/benchdoc"
 	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/benchobjects"
 	"github.com/leaninformer/leaninformer/internal/benchresults"
 )
 
@@ -247,7 +248,7 @@ func (r *Report) markdown() string {
 		snapshots = "no update before the children (--touch=false: continue pages from etcd once the resource is unwritten since the last compaction)"
 	}
 	fmt.Fprintf(&b, "%d bench %s in %d namespaces (%d in the cluster in all), protobuf on the wire, **%s**, %s, %s, GOGC=%d; medians of %d runs, each in a fresh child process.\n\n",
-		r.Objects, r.title, benchNamespaces, r.TotalObjects, r.Limits, pages, snapshots, r.GOGC, r.Runs)
+		r.Objects, r.title, benchobjects.Namespaces, r.TotalObjects, r.Limits, pages, snapshots, r.GOGC, r.Runs)
 	b.WriteString("Δ columns are heap MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns, in MiB). " +
 		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *peak mark*: that GC cycle as gctrace printed it, MiB marked / MiB allocated while it marked (absolute; what it allocated is counted live, reachable or not); *steady*: heap after GC at the end; " +
 		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +

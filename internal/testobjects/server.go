@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/leaninformer/leaninformer/internal/benchobjects"
 )
 
 //go:embed testdata/*.json
@@ -61,12 +63,13 @@ type protoObject interface {
 }
 
 // Population makes distinct objects of a kind, as an informer decodes them
-// from a LIST of many: hack/bench's i-th object of the kind (see
-// generate.go), with what a kube-apiserver adds (UID, resourceVersion,
-// creationTimestamp and the managedFields of the kind's ServerObjects,
-// which do not vary with i as the server's would by a few bytes), each one
-// decoded from protobuf on its own so that no two share memory. Names end
-// in the object's 7-digit number.
+// from a LIST of many: hack/bench's i-th object of the kind (package
+// benchobjects, without the revision annotation hack/bench adds, which the
+// ServerObjects predate), with what a kube-apiserver adds (UID,
+// resourceVersion, creationTimestamp and the managedFields of the kind's
+// ServerObjects, which do not vary with i as the server's would by a few
+// bytes), each one decoded from protobuf on its own so that no two share
+// memory. Names end in the object's 7-digit number.
 type Population struct {
 	kind          string
 	managedFields []metav1.ManagedFieldsEntry
@@ -87,11 +90,11 @@ func (p *Population) Object(i int) runtime.Object {
 	var o protoObject
 	switch p.kind {
 	case "rolebindings":
-		o = roleBinding(i)
+		o = benchobjects.RoleBinding(i)
 	case "configmaps":
-		o = configMap(i)
+		o = benchobjects.ConfigMap(i)
 	default:
-		o = pod(i)
+		o = benchobjects.Pod(i)
 	}
 	m, err := meta.Accessor(o)
 	if err != nil {

@@ -1,4 +1,14 @@
-package testobjects
+// Package benchobjects makes the objects hack/bench populates its API
+// server with, RoleBindings, ConfigMaps and Pods, as a client sends them:
+// what varies from one to the next varies as in real clusters (names,
+// teams, subjects, applications, images, IPs, container IDs). The i-th
+// object of a kind is always the same; the API server adds UID,
+// resourceVersion, creationTimestamp and managedFields.
+//
+// hack/bench creates them (adding the revision annotation its churn
+// rewrites); internal/testobjects builds the package benchmarks'
+// populations from them, with the managedFields a kube-apiserver returned.
+package benchobjects
 
 import (
 	"fmt"
@@ -14,34 +24,38 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The objects hack/bench creates (its kinds.go), as a client sends them:
-// what varies from one to the next varies as there (names, teams, subjects,
-// applications, images, IPs, container IDs). Population adds what the API
-// server sets.
-
+// Every object carries Label=LabelValue and lives in one of Namespaces
+// namespaces named NamespacePrefix and two digits.
 const (
-	benchLabel      = "app.kubernetes.io/managed-by"
-	benchLabelValue = "leaninformer-bench"
-	benchNamespaces = 10
-	nsPrefix        = "leaninformer-bench-"
+	Label           = "app.kubernetes.io/managed-by"
+	LabelValue      = "leaninformer-bench"
+	Namespaces      = 10
+	NamespacePrefix = "leaninformer-bench-"
 )
 
-func nsName(i int) string { return nsPrefix + fmt.Sprintf("%02d", i%benchNamespaces) }
+// Namespace is the namespace of the i-th RoleBinding or ConfigMap.
+func Namespace(i int) string { return NamespacePrefix + fmt.Sprintf("%02d", i%Namespaces) }
 
+// indexedName ends in i as 7 digits: the last 7 characters of every
+// object's name give its index.
 func indexedName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefix, i) }
 
-func rbName(i int) string { return indexedName("rb-", i) }
+// RoleBindingName is the name of the i-th RoleBinding.
+func RoleBindingName(i int) string { return indexedName("rb-", i) }
 
-func cmName(i int) string { return indexedName("cm-", i) }
+// ConfigMapName is the name of the i-th ConfigMap.
+func ConfigMapName(i int) string { return indexedName("cm-", i) }
 
-func roleBinding(i int) *rbacv1.RoleBinding {
+// RoleBinding is the i-th RoleBinding: 3 to 5 subjects of all three kinds,
+// labels and an annotation, as RoleBindings of tenants and teams have.
+func RoleBinding(i int) *rbacv1.RoleBinding {
 	team := fmt.Sprintf("team-%03d", i%97)
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      rbName(i),
-			Namespace: nsName(i),
+			Name:      RoleBindingName(i),
+			Namespace: Namespace(i),
 			Labels: map[string]string{
-				benchLabel:               benchLabelValue,
+				Label:                    LabelValue,
 				"app.kubernetes.io/name": team,
 			},
 			Annotations: map[string]string{"example.com/owner": team + "@example.com"},
@@ -55,20 +69,22 @@ func roleBinding(i int) *rbacv1.RoleBinding {
 		case 1:
 			rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "group-" + team})
 		case 2:
-			rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: fmt.Sprintf("sa-%05d", i%5000), Namespace: nsName(i)})
+			rb.Subjects = append(rb.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: fmt.Sprintf("sa-%05d", i%5000), Namespace: Namespace(i)})
 		}
 	}
 	return rb
 }
 
-func configMap(i int) *corev1.ConfigMap {
+// ConfigMap is the i-th ConfigMap: an application's settings, a few short
+// keys and a config file of its own, labelled by application (500 of them).
+func ConfigMap(i int) *corev1.ConfigMap {
 	app := fmt.Sprintf("app-%04d", i%500)
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      cmName(i),
-			Namespace: nsName(i),
+			Name:      ConfigMapName(i),
+			Namespace: Namespace(i),
 			Labels: map[string]string{
-				benchLabel:                    benchLabelValue,
+				Label:                         LabelValue,
 				"app.kubernetes.io/name":      app,
 				"app.kubernetes.io/component": "config",
 			},
@@ -78,7 +94,7 @@ func configMap(i int) *corev1.ConfigMap {
 			"HTTP_PORT": "8080",
 			"FEATURES":  []string{"checkout,search", "search", "checkout,search,recommendations"}[i%3],
 			"application.yaml": fmt.Sprintf("server:\n  port: 8080\n  name: %s\ndatabase:\n  host: postgres.%s.svc.cluster.local\n  name: db_%07d\n  pool: %d\nlogging:\n  level: info\n",
-				app, nsName(i), i, 5+i%20),
+				app, Namespace(i), i, 5+i%20),
 		},
 	}
 }
@@ -94,14 +110,21 @@ func podApp(i int) (app, hash string) {
 	return fmt.Sprintf("app-%04d", d), strconv.FormatUint(uint64(0x5d4b9c8f6)+uint64(d)*7919, 36)
 }
 
-func podNamespace(i int) string { return nsName(i / podsPerApp) }
+// PodNamespace is the namespace of the i-th Pod: a Deployment's Pods
+// share one.
+func PodNamespace(i int) string { return Namespace(i / podsPerApp) }
 
-func podName(i int) string {
+// PodName is the name of the i-th Pod.
+func PodName(i int) string {
 	app, hash := podApp(i)
 	return indexedName(app+"-"+hash+"-", i)
 }
 
-func pod(i int) *corev1.Pod {
+// Pod is the i-th Pod: one of a Deployment of podsPerApp replicas, as the
+// ReplicaSet controller creates it (owner reference, template labels, the
+// service account token volume admission adds), bound to one of benchNodes
+// nodes, with the status its kubelet reports once it runs.
+func Pod(i int) *corev1.Pod {
 	d := i / podsPerApp
 	app, hash := podApp(i)
 	node := i % benchNodes
@@ -120,11 +143,11 @@ func pod(i int) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:         podName(i),
+			Name:         PodName(i),
 			GenerateName: app + "-" + hash + "-",
-			Namespace:    podNamespace(i),
+			Namespace:    PodNamespace(i),
 			Labels: map[string]string{
-				benchLabel:                   benchLabelValue,
+				Label:                        LabelValue,
 				"app.kubernetes.io/name":     app,
 				"app.kubernetes.io/instance": app + "-prod",
 				"pod-template-hash":          hash,
