@@ -43,23 +43,50 @@ func markWindowEnd()   { fmt.Fprintln(os.Stderr, gcWindowMarker, "end") }
 // parseGCWindows returns the GC cycles of each window of a child's log, in
 // the order of the windows: the cycles whose lines come between a begin
 // marker and the next end marker.
+//
+// The runtime writes a cycle's line in several pieces, so a marker the child
+// prints meanwhile can land inside it: "gc 28 @0.459s 6%: 0.042+3.3+" then
+// the marker and its newline, then the rest of the cycle's line. That cycle
+// began printing before the marker, so it belongs where the log was before
+// the marker; its line is the piece before the marker joined with the next
+// line.
 func parseGCWindows(log []byte) [][]gcCycle {
 	var windows [][]gcCycle
 	in := false
+	add := func(line string, inWindow bool) bool {
+		c, ok := parseGCLine(line)
+		if ok && inWindow {
+			windows[len(windows)-1] = append(windows[len(windows)-1], c)
+		}
+		return ok
+	}
+	var piece string // the start of a cycle's line a marker cut
+	pieceIn := false // whether the log was in a window before that marker
 	sc := bufio.NewScanner(bytes.NewReader(log))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, gcWindowMarker+" begin"):
+		if piece != "" {
+			joined := piece + line
+			piece = ""
+			if add(joined, pieceIn) {
+				continue
+			}
+		}
+		i := strings.Index(line, gcWindowMarker)
+		if i < 0 {
+			add(line, in)
+			continue
+		}
+		if i > 0 {
+			piece, pieceIn = line[:i], in
+		}
+		switch strings.TrimSpace(line[i+len(gcWindowMarker):]) {
+		case "begin":
 			windows = append(windows, nil)
 			in = true
-		case strings.HasPrefix(line, gcWindowMarker+" end"):
+		case "end":
 			in = false
-		case in:
-			if c, ok := parseGCLine(line); ok {
-				windows[len(windows)-1] = append(windows[len(windows)-1], c)
-			}
 		}
 	}
 	return windows
@@ -88,7 +115,8 @@ func peakMark(cycles []gcCycle) (gcCycle, bool) {
 }
 
 // attachGCPeaks sets each phase's PeakMark from the window of the same
-// index in the child's log. Phases and windows come in the same order (each
+// index in the child's log, and raises its PeakLive to that mark where the
+// sampler missed it. Phases and windows come in the same order (each
 // window is one startWindow ... stop); a log with a different number of
 // windows leaves every phase without one rather than guess.
 func attachGCPeaks(phases []benchresults.Phase, log []byte) {
@@ -97,9 +125,16 @@ func attachGCPeaks(phases []benchresults.Phase, log []byte) {
 		return
 	}
 	for i, w := range windows {
-		if c, ok := peakMark(w); ok {
-			phases[i].PeakMark = &benchresults.GCMark{StartMiB: c.start, EndMiB: c.end, MarkedMiB: c.marked}
+		c, ok := peakMark(w)
+		if !ok {
+			continue
 		}
+		phases[i].PeakMark = &benchresults.GCMark{StartMiB: c.start, EndMiB: c.end, MarkedMiB: c.marked}
+		// The sampler reads the live heap every few milliseconds and can
+		// miss a cycle that another one follows within that time (small
+		// heaps collect often); gctrace has every cycle, truncated down to
+		// a whole MiB, which makes it a floor of the window's peak.
+		phases[i].PeakLive = max(phases[i].PeakLive, c.marked<<20-int64(phases[i].BaselineHeap))
 	}
 }
 
