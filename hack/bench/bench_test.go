@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -381,6 +382,20 @@ func TestSmoke(t *testing.T) {
 	}
 	checkSVG(t, filepath.Join(o.out, "chart.svg"))
 
+	// --list-cost lists the same objects in every shape, in as many
+	// requests as the shape's limits make.
+	lc := o
+	lc.listCost, lc.runs, lc.out = true, 2, t.TempDir()
+	stdout.Reset()
+	stderr.Reset()
+	if err := run(ctx, lc, &stdout, &stderr); err != nil {
+		t.Fatalf("run --list-cost: %v\nstderr:\n%s", err, stderr.String())
+	}
+	checkListCost(t, stdout.String(), listShapes(lc.pageSize))
+	if md, err := os.ReadFile(filepath.Join(lc.out, "list-cost.md")); err != nil || string(md) != stdout.String() {
+		t.Errorf("list-cost.md (err %v) differs from stdout", err)
+	}
+
 	// The other kinds: the API server takes their objects as built (Pods
 	// with the status a kubelet sets), and a child lists them; the
 	// ConfigMaps' run also runs under the GOMEMLIMIT computed from the floor.
@@ -454,4 +469,64 @@ func writeKubeconfigFile(t *testing.T, cl *testenv.Cluster) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// checkListCost checks list-cost.md's rows: one per shape, each with the
+// same objects, in the requests its limits make of them.
+func checkListCost(t *testing.T, md string, shapes []listShape) {
+	t.Helper()
+	objects := -1
+	for _, s := range shapes {
+		var requests, n int
+		var rest string
+		line := ""
+		for l := range strings.Lines(md) {
+			if strings.HasPrefix(l, "| "+s.name+" |") {
+				line = l
+			}
+		}
+		if _, err := fmt.Sscanf(strings.TrimPrefix(line, "| "+s.name+" |"), " %d | %d |%s", &requests, &n, &rest); err != nil {
+			t.Errorf("list-cost.md has no row for %q (%v):\n%s", s.name, err, md)
+			continue
+		}
+		if objects < 0 {
+			objects = n
+		}
+		if n != objects || n < 30 {
+			t.Errorf("%q listed %d objects, want %d and at least the 30 bench ones", s.name, n, objects)
+		}
+		want := 1
+		switch {
+		case s.first == 0 || int64(n) <= s.first:
+		case s.rest == 0:
+			want = 2
+		default:
+			want = 1 + int((int64(n)-s.first+s.rest-1)/s.rest)
+		}
+		if requests != want {
+			t.Errorf("%q took %d requests for %d objects, want %d", s.name, requests, n, want)
+		}
+	}
+}
+
+func TestListCostMarkdown(t *testing.T) {
+	shapes := listShapes(0)
+	timings := []listTiming{
+		{shape: shapes[0], objects: 100, requests: 1, took: []time.Duration{30 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}},
+		{shape: shapes[3], objects: 100, requests: 2, took: []time.Duration{25 * time.Millisecond, 40 * time.Millisecond, 35 * time.Millisecond, 60 * time.Millisecond}},
+	}
+	md := listCostMarkdown("header", timings)
+	for _, want := range []string{
+		"header\n",
+		"| one LIST, resourceVersion \"\" | 1 | 100 | 20.0 | 10.0-30.0 | 200.00 | 1.000 |",
+		// The lower middle of an even count: 35 ms of 25, 35, 40, 60.
+		"| 1 object, then the rest in one continue page | 2 | 100 | 35.0 | 25.0-60.0 | 350.00 | 1.750 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if len(listShapes(0)) != 4 || listShapes(7)[4].first != 7 {
+		t.Errorf("listShapes: %+v, %+v", listShapes(0), listShapes(7))
+	}
 }

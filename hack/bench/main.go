@@ -46,6 +46,7 @@ type options struct {
 	out         string
 	memLimit    bool
 	touch       bool
+	listCost    bool
 	workers     int
 	interval    time.Duration
 	relistDelay time.Duration
@@ -83,6 +84,8 @@ which), and our informer sizes its LIST pages unless --page-size is given.
   bench --variants '^(client-go-list|ours-listwatch)(-churn(10|100))?$'
                                                            # ListWatch: sync, relist, relists after changes
   bench --memlimit                                         # every variant again under a GOMEMLIMIT (rows and goals labelled)
+  bench --list-cost --limits none --runs 8 --page-size 1358
+                                                           # no children: the API server's time for one LIST and for pages
 
 Flags:
 `)
@@ -103,6 +106,8 @@ Flags:
 		"as for a resource that changes; false measures a resource nobody wrote since the last etcd compaction (every 5 minutes), whose continue pages come from etcd")
 	fs.BoolVar(&o.memLimit, "memlimit", false, "also run every variant under GOMEMLIMIT = 1.5 x the floor + the baseline (needs the floor variant); "+
 		"off by default: users' processes run without a memory limit unless they set one, and every default row runs as theirs do")
+	fs.BoolVar(&o.listCost, "list-cost", false, "run no children: time listing the populated objects in one LIST and in pages, --runs rounds, "+
+		"with the children's client (--limits, protobuf), and write list-cost.md; --page-size adds pages of that size")
 	fs.IntVar(&o.workers, "populate-workers", 32, "concurrent requests while populating")
 	fs.DurationVar(&o.interval, "sample-interval", 2*time.Millisecond, "heap sampling interval of the children")
 	fs.DurationVar(&o.relistDelay, "relist-delay", defaultRelistDelay, "how long after the sync relist rows force the relist "+
@@ -119,6 +124,10 @@ Flags:
 	}
 	if o.objects < 1 || o.runs < 1 || o.workers < 1 {
 		fmt.Fprintln(stderr, "bench: --objects, --runs and --populate-workers must be positive")
+		return 2
+	}
+	if o.listCost && o.memLimit {
+		fmt.Fprintln(stderr, "bench: --list-cost runs no children, so --memlimit has nothing to limit")
 		return 2
 	}
 	var err error

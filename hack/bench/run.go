@@ -72,6 +72,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	prog.Finish(fmt.Sprintf("populate: the cluster holds %d bench %s, %d in all (%s)", o.objects, o.kind.title, total, since(started)))
 
 	m := &measurer{o: o, admin: admin, cs: cs, total: total, prog: prog, dir: o.out, revision: int(time.Now().Unix())}
+	if o.listCost {
+		header := listCostHeader(o, prov, serverVersion, total)
+		prog.Step("timing LISTs by shape")
+		if err := listCost(ctx, o, cl.Config, m.touch, header, stdout); err != nil {
+			return err
+		}
+		prog.Finish(fmt.Sprintf("list cost timed in %s", since(started)))
+		return nil
+	}
 	m.jobs = len(selected) * o.runs
 	if o.memLimit {
 		m.jobs *= 2
