@@ -138,11 +138,7 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", o.kubeconfig, err)
 	}
-	// Protobuf, as controllers use for built-in types, and the client-side
-	// rate limit users have: every LIST page waits for it like any request.
-	cfg.ContentType = apiruntime.ContentTypeProtobuf
-	cfg.AcceptContentTypes = apiruntime.ContentTypeProtobuf + "," + apiruntime.ContentTypeJSON
-	o.limits.apply(cfg)
+	benchClientConfig(cfg, o.limits)
 	c := &child{opts: o, v: v, kind: k, ctl: &control{in: bufio.NewReader(in), out: out}}
 	cfg.Wrap(c.countRequests)
 	if c.cs, err = kubernetes.NewForConfig(cfg); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 )
 
@@ -52,6 +53,16 @@ func parseLimits(s string) (clientLimits, error) {
 
 // apply sets the limits on cfg.
 func (l clientLimits) apply(cfg *rest.Config) { cfg.QPS, cfg.Burst = l.qps, l.burst }
+
+// benchClientConfig is the children's client set-up on cfg, shared with
+// --list-cost so both time the same client: protobuf, as controllers use for
+// built-in types, and the client-side rate limit users have (every LIST page
+// waits for it like any request).
+func benchClientConfig(cfg *rest.Config, l clientLimits) {
+	cfg.ContentType = apiruntime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = apiruntime.ContentTypeProtobuf + "," + apiruntime.ContentTypeJSON
+	l.apply(cfg)
+}
 
 // effective returns the QPS and burst the client ends up with; qps <= 0
 // means no limiter.

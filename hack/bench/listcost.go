@@ -11,7 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -85,9 +84,7 @@ type listTiming struct {
 // round to round, and writes list-cost.md to o.out and stdout.
 func listCost(ctx context.Context, o options, cfg *rest.Config, touch func(context.Context) error, header string, stdout io.Writer) error {
 	cfg = rest.CopyConfig(cfg)
-	o.limits.apply(cfg)
-	cfg.ContentType = apiruntime.ContentTypeProtobuf
-	cfg.AcceptContentTypes = apiruntime.ContentTypeProtobuf + "," + apiruntime.ContentTypeJSON
+	benchClientConfig(cfg, o.limits)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -144,11 +141,14 @@ func listCostHeader(o options, prov provenanceStart, serverVersion string, total
 		o.objects, o.kind.title, total, o.limits, touched, o.runs)
 }
 
-// median of ds (the lower middle for an even count); ds is not changed.
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[(len(s)-1)/2]
+// medianMS is the median of ds in milliseconds, by benchkit.Median (the mean
+// of the middle two for an even count), as every other median of the bench.
+func medianMS(ds []time.Duration) float64 {
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = ms(d)
+	}
+	return benchkit.Median(xs)
 }
 
 // listCostMarkdown renders the timings, each against the first shape's.
@@ -157,15 +157,15 @@ func listCostMarkdown(header string, timings []listTiming) string {
 	b.WriteString("# The API server's cost of a list, by shape\n\n")
 	b.WriteString(header)
 	b.WriteString("\n\n| shape | requests | objects | median ms | min-max ms | µs / object | median vs first row |\n|---|--:|--:|--:|--:|--:|--:|\n")
-	base := median(timings[0].took)
+	base := medianMS(timings[0].took)
 	for _, t := range timings {
-		med := median(t.took)
+		med := medianMS(t.took)
 		perObject := 0.0
 		if t.objects > 0 {
-			perObject = float64(med.Microseconds()) / float64(t.objects)
+			perObject = med * 1000 / float64(t.objects)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %.1f-%.1f | %.2f | %.3f |\n", t.shape.name, t.requests, t.objects,
-			ms(med), ms(slices.Min(t.took)), ms(slices.Max(t.took)), perObject, float64(med)/float64(base))
+			med, ms(slices.Min(t.took)), ms(slices.Max(t.took)), perObject, med/base)
 	}
 	return b.String()
 }
