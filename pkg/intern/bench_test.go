@@ -2,16 +2,21 @@ package intern
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/leaninformer/leaninformer/internal/benchsize"
+	"github.com/leaninformer/leaninformer/internal/memstat"
+	"github.com/leaninformer/leaninformer/internal/testobjects"
 )
 
 type protoList interface {
-	runtime.Object
+	k8sruntime.Object
 	Marshal() ([]byte, error)
 	Unmarshal([]byte) error
 	Reset()
@@ -71,7 +76,7 @@ func pageOf[T any, L interface {
 }](b *testing.B, kind string) protoList {
 	b.Helper()
 	objs := realObjects(b, kind)
-	var all []runtime.Object
+	var all []k8sruntime.Object
 	for len(all) < 200 {
 		for _, o := range objs {
 			all = append(all, o.DeepCopyObject())
@@ -95,5 +100,52 @@ func BenchmarkString(b *testing.B) {
 	for b.Loop() {
 		tab.String(values[i%len(values)])
 		i++
+	}
+}
+
+// BenchmarkHeld reports what 10k distinct objects of each kind hold once
+// decoded (the live heap after a full GC over the heap before, per object),
+// as client-go's store holds them and interned by a Table, side by side in
+// the same run, and of the interned figure the share of the table itself
+// (its shards' maps and weak pointers; the strings it shares are in the
+// objects' share). The timed loop is empty: the figures are memory.
+//
+//	go test -run '^$' -bench Held ./pkg/intern/
+func BenchmarkHeld(b *testing.B) {
+	for _, kind := range testobjects.Kinds {
+		pop := testobjects.NewPopulation(b, kind)
+		var plain float64
+		for _, interning := range []bool{false, true} {
+			// Compare with: benchstat -col /intern
+			b.Run(fmt.Sprintf("kind=%s/intern=%v", kind, interning), func(b *testing.B) {
+				n := benchsize.N(10_000)
+				base := memstat.HeapAfterGC()
+				tab := NewTable()
+				held := make([]any, n)
+				for i := range held {
+					held[i] = pop.Object(i)
+					if interning {
+						held[i] = tab.Object(held[i])
+					}
+				}
+				all := memstat.HeapAfterGC()
+				runtime.KeepAlive(tab)
+				tab = nil
+				objects := memstat.HeapAfterGC()
+				for b.Loop() {
+				}
+				perObject := float64(all-base) / float64(n)
+				b.ReportMetric(perObject, "held-B/object")
+				if interning {
+					b.ReportMetric(float64(all-objects)/float64(n), "table-B/object")
+					if plain > 0 {
+						b.ReportMetric(perObject/plain, "x-plain")
+					}
+				} else {
+					plain = perObject
+				}
+				runtime.KeepAlive(held)
+			})
+		}
 	}
 }
