@@ -84,7 +84,7 @@ which), and our informer sizes its LIST pages unless --page-size is given.
   bench --variants '^(client-go-list|ours-listwatch)(-churn(10|100))?$'
                                                            # ListWatch: sync, relist, relists after changes
   bench --memlimit                                         # every variant again under a GOMEMLIMIT (rows and goals labelled)
-  bench --list-cost --limits none --runs 20 --page-size 1358
+  bench --list-cost --limits none --runs 60 --page-size 1358
                                                            # no children: the API server's time for one LIST and for pages
 
 Flags:
