@@ -105,7 +105,7 @@ func BenchmarkString(b *testing.B) {
 
 // BenchmarkHeld reports what 10k distinct objects of each kind hold once
 // decoded (the live heap after a full GC over the heap before, per object),
-// as client-go's store holds them and interned by a Table, side by side in
+// held in a slice, plain as decoded and interned by a Table, side by side in
 // the same run, and of the interned figure the share of the table itself
 // (its shards' maps and weak pointers; the strings it shares are in the
 // objects' share). The timed loop is empty: the figures are memory.
