@@ -120,11 +120,14 @@ func BenchmarkHeld(b *testing.B) {
 			b.Run(fmt.Sprintf("kind=%s/intern=%v", kind, interning), func(b *testing.B) {
 				n := benchsize.N(10_000)
 				base := memstat.HeapAfterGC()
-				tab := NewTable()
+				var tab *Table // only the interned rows have one: the plain rows hold nothing else
+				if interning {
+					tab = NewTable()
+				}
 				held := make([]any, n)
 				for i := range held {
 					held[i] = pop.Object(i)
-					if interning {
+					if tab != nil {
 						held[i] = tab.Object(held[i])
 					}
 				}
