@@ -19,6 +19,10 @@ type informerVariant struct {
 	// coalesceSlow registers the slow handler through informer.Coalesce: it
 	// then gets fewer calls than there are writes, by design.
 	coalesceSlow bool
+	// control is client-go's informer under another name: its ratios to
+	// client-go are no goal but what the run's noise alone makes of one.
+	// Not run unless --informers names it.
+	control bool
 }
 
 // slowHandler is the slow handler as v registers it.
@@ -35,9 +39,7 @@ var informerVariants = []informerVariant{
 	{
 		name: "client-go",
 		desc: "client-go v0.37.2's SharedIndexInformer, default feature gates (streaming list)",
-		new: func(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer {
-			return toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, opts)
-		},
+		new:  newClientGo,
 	},
 	{
 		name: "ours",
@@ -50,6 +52,19 @@ var informerVariants = []informerVariant{
 		new:          newOurs,
 		coalesceSlow: true,
 	},
+	{
+		name:    controlInformer,
+		desc:    "client-go's informer again, in a child of its own: a control, compared with client-go as ours is, to show the spread two runs of one informer give",
+		new:     newClientGo,
+		control: true,
+	},
+}
+
+// controlInformer names the control variant.
+const controlInformer = "client-go-control"
+
+func newClientGo(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer {
+	return toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, opts)
 }
 
 func newOurs(lw toolscache.ListerWatcher, opts toolscache.SharedIndexInformerOptions) toolscache.SharedIndexInformer {
@@ -60,6 +75,18 @@ func informerNames() []string {
 	var names []string
 	for _, v := range informerVariants {
 		names = append(names, v.name)
+	}
+	return names
+}
+
+// defaultInformerNames are the informers run unless --informers says
+// otherwise: all but the control.
+func defaultInformerNames() []string {
+	var names []string
+	for _, v := range informerVariants {
+		if !v.control {
+			names = append(names, v.name)
+		}
 	}
 	return names
 }

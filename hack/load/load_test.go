@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -174,6 +175,21 @@ func TestParseOptions(t *testing.T) {
 	if len(o.backends) != 1 || len(o.rates) != 2 || o.rates[1] != 0 || o.handlerSets[0] != fastAndSlow || o.informers[0].name != "ours" {
 		t.Errorf("parsed %+v", o)
 	}
+	// The control runs only when named.
+	o, err = parseOptions(nil, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range o.informers {
+		names = append(names, v.name)
+	}
+	if got, want := strings.Join(names, ","), "client-go,ours,ours-coalesce"; got != want {
+		t.Errorf("default informers %s, want %s", got, want)
+	}
+	if o, err = parseOptions([]string{"--informers", "client-go," + controlInformer}, &stderr); err != nil || !o.informers[1].control {
+		t.Errorf("--informers client-go,%s: %+v, %v", controlInformer, o.informers, err)
+	}
 	for _, tc := range []struct{ args, want string }{
 		{"--rates 0", `rate "0"`},
 		{"--rates fast", `rate "fast"`},
@@ -222,6 +238,25 @@ func TestJobsSkipTheSlowHandlerAtMaxAndAlternate(t *testing.T) {
 	}
 }
 
+// With more than two informers the order rotates, so that over as many runs
+// as informers each one takes every place once (reversing would keep the
+// middle one in the middle).
+func TestJobsRotateTheInformers(t *testing.T) {
+	control, err := findInformer(controlInformer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options{rates: []float64{500}, handlerSets: []handlerSet{fastOnly}, informers: append(slices.Clone(informerVariants[:2]), control), runs: 3}
+	var got []string
+	for _, j := range o.jobs(fakeBackend) {
+		got = append(got, j.informer.name)
+	}
+	want := "client-go ours client-go-control ours client-go-control client-go client-go-control client-go ours"
+	if strings.Join(got, " ") != want {
+		t.Errorf("informer order %s, want %s", strings.Join(got, " "), want)
+	}
+}
+
 func TestGoals(t *testing.T) {
 	row := func(inf string, rate float64, writes, calls int64, perSecond, p99 float64) Row {
 		return Row{Backend: fakeBackend, Rate: rate, Handlers: string(fastOnly), Informer: inf,
@@ -247,6 +282,46 @@ func TestGoals(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("goals:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The control's comparisons are marked as such and show beside ours in the
+// goal table, not as goals of their own.
+func TestGoalsWithTheControl(t *testing.T) {
+	row := func(inf string, p99 float64) Row {
+		return Row{Backend: fakeBackend, Rate: 0, Handlers: string(fastOnly), Informer: inf,
+			Median: Result{Fast: Handler{PerSecond: 1000, P99Ms: p99}}}
+	}
+	r := &Report{Goals: goals([]Row{row("client-go", 10), row("ours", 11), row(controlInformer, 12)})}
+	var got []string
+	for _, g := range r.Goals {
+		got = append(got, fmt.Sprintf("%s %s %.3f %v %v", g.Ours, g.Goal, g.Ratio, g.Met, g.Control))
+	}
+	want := []string{
+		"ours fast handler: throughput >= client-go's 1.000 true false",
+		"ours fast handler: p99 latency <= client-go's 1.100 false false",
+		"client-go-control fast handler: throughput >= client-go's 1.000 true true",
+		"client-go-control fast handler: p99 latency <= client-go's 1.200 false true",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("goals:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	table := r.goalTable()
+	for _, line := range []string{
+		"| scenario | informer | goal | ratio | met | control |",
+		"| fake max/s fast | ours | fast handler: p99 latency <= client-go's | 1.100 | no | 1.200 |",
+	} {
+		if !strings.Contains(table, line+"\n") {
+			t.Errorf("goal table lacks %q:\n%s", line, table)
+		}
+	}
+	if strings.Contains(table, "| client-go-control |") {
+		t.Errorf("the control has rows of its own beside ours:\n%s", table)
+	}
+	// Without ours in the run, the control's ratios are rows of their own.
+	r = &Report{Goals: goals([]Row{row("client-go", 10), row(controlInformer, 12)})}
+	if line := "| fake max/s fast | client-go-control | fast handler: p99 latency <= client-go's | 1.200 | control | |"; !strings.Contains(r.goalTable(), line+"\n") {
+		t.Errorf("goal table lacks %q:\n%s", line, r.goalTable())
 	}
 }
 

@@ -78,7 +78,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	backends := fs.String("backends", envtestBackend+","+fakeBackend, "backends, comma-separated: envtest (a real API server), fake (pkg/listerwatcher/fake in each child)")
 	rates := fs.String("rates", "500,2000,max", "write rates per second, comma-separated; max writes as fast as the API server takes them (envtest) or keeps --inflight writes ahead of the fast handler (fake)")
 	handlers := fs.String("handlers", string(fastOnly)+","+string(fastAndSlow), "handler sets, comma-separated: fast, fast+slow")
-	informers := fs.String("informers", strings.Join(informerNames(), ","), "informers, comma-separated: "+strings.Join(informerNames(), ", "))
+	informers := fs.String("informers", strings.Join(defaultInformerNames(), ","), "informers, comma-separated: "+strings.Join(informerNames(), ", ")+" ("+controlInformer+" is client-go's again, a control: its ratios to client-go show the run's noise)")
 	fs.BoolVar(&o.slowAtMax, "slow-at-max", false, "also run the slow handler at the max rate, where its queue grows by gigabytes a minute")
 	fs.IntVar(&o.objects, "objects", 10000, "ConfigMaps to populate and update")
 	fs.IntVar(&o.runs, "runs", 1, "child runs per row; the median is reported")

@@ -41,8 +41,10 @@ func (j job) String() string {
 }
 
 // jobs lists the runs of one backend: per rate and handler set, the
-// informers one after the other, their order alternating between runs so
-// that a drift of the machine's load does not favour one.
+// informers one after the other, their order rotating by one place a run,
+// so that over as many runs as there are informers each takes every place
+// once and a drift of the machine's load favours none (with two, the order
+// alternates).
 func (o options) jobs(backend string) []job {
 	var out []job
 	for _, rate := range o.rates {
@@ -51,10 +53,7 @@ func (o options) jobs(backend string) []job {
 				continue
 			}
 			for run := range o.runs {
-				infs := slices.Clone(o.informers)
-				if run%2 == 1 {
-					slices.Reverse(infs)
-				}
+				infs := rotated(o.informers, run)
 				for _, inf := range infs {
 					if inf.coalesceSlow && !hs.slow() {
 						continue // without the slow handler it is ours
@@ -65,6 +64,15 @@ func (o options) jobs(backend string) []job {
 		}
 	}
 	return out
+}
+
+// rotated returns a copy of infs moved n places to the left.
+func rotated(infs []informerVariant, n int) []informerVariant {
+	if len(infs) == 0 {
+		return nil
+	}
+	n %= len(infs)
+	return append(slices.Clone(infs[n:]), infs[:n]...)
 }
 
 // run is the parent: per backend, the cluster (envtest), the children, then

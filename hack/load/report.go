@@ -41,6 +41,9 @@ type Goal struct {
 	// (latency); compared rounded to three decimals.
 	AtLeast bool `json:"atLeast"`
 	Met     bool `json:"met"`
+	// Control: Ours is the control (client-go's informer again), and the
+	// ratio no goal but the spread of the run's noise.
+	Control bool `json:"control,omitempty"`
 }
 
 // Report is everything results.json holds.
@@ -157,7 +160,8 @@ func aggregate(results []Result, backend string, rate float64, handlers, informe
 // scenario: throughput (the fast handler's events per second; at a target
 // rate, the share of the writes it got in the window, since each child's
 // writer reaches the rate to within its own noise) and p99 latency, of the
-// fast handler and of the slow one.
+// fast handler and of the slow one. The control's comparisons are marked:
+// they measure the noise, not an informer.
 func goals(rows []Row) []Goal {
 	var gs []Goal
 	for _, theirs := range rows {
@@ -168,6 +172,7 @@ func goals(rows []Row) []Goal {
 			if ours.Informer == "client-go" || ours.scenario() != theirs.scenario() {
 				continue
 			}
+			v, _ := findInformer(ours.Informer)
 			add := func(goal string, atLeast bool, num, den float64) {
 				if den <= 0 {
 					return
@@ -178,7 +183,7 @@ func goals(rows []Row) []Goal {
 				if atLeast {
 					met = rounded >= 1
 				}
-				gs = append(gs, Goal{Goal: goal, Scenario: ours.scenario(), Ours: ours.Informer, Ratio: ratio, AtLeast: atLeast, Met: met})
+				gs = append(gs, Goal{Goal: goal, Scenario: ours.scenario(), Ours: ours.Informer, Ratio: ratio, AtLeast: atLeast, Met: met, Control: v.control})
 			}
 			o, t := ours.Median, theirs.Median
 			add("fast handler: throughput >= client-go's", true, throughput(o, o.Fast), throughput(t, t.Fast))
@@ -186,7 +191,7 @@ func goals(rows []Row) []Goal {
 			// A coalescing slow handler makes fewer calls than there are
 			// writes by design: compare it with the unbounded queue instead
 			// (Report.coalescing).
-			if v, err := findInformer(ours.Informer); err == nil && v.coalesceSlow {
+			if v.coalesceSlow {
 				continue
 			}
 			if o.Slow != nil && t.Slow != nil {
@@ -303,17 +308,7 @@ func (r *Report) markdown() string {
 			m.Fast.PerSecond, ms(m.Fast.P50Ms), ms(m.Fast.P99Ms), slow,
 			mib(m.PeakHeap), mib(m.PeakLive), mib(m.EndHeap), m.CPUSeconds, perWrite, m.GCs, m.LoadAverage, m.Relists, m.Missed)
 	}
-	if len(r.Goals) > 0 {
-		b.WriteString("\nGoals, ours / client-go's in the same scenario (throughput at a target rate: the share of the writes each handler got in the window; met when the ratio, rounded to three decimals, is at least 1 for throughput, at most 1 for latency):\n\n")
-		b.WriteString("| scenario | informer | goal | ratio | met |\n|---|---|---|--:|---|\n")
-		for _, g := range r.Goals {
-			met := "no"
-			if g.Met {
-				met = "yes"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %s |\n", g.Scenario, g.Ours, g.Goal, g.Ratio, met)
-		}
-	}
+	b.WriteString(r.goalTable())
 	b.WriteString(r.coalescing())
 	charts := r.charts()
 	if len(charts) > 0 {
@@ -322,6 +317,54 @@ func (r *Report) markdown() string {
 			if name := chartName(row.Backend, row.Rate); charts[name] != nil {
 				fmt.Fprintf(&b, " [%s](%s)", name, name)
 				delete(charts, name)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// goalTable lists the goals. With the control run, each goal row also
+// shows the control's ratio for the same goal and scenario; a control ratio
+// that no informer of ours shares a row with gets a row of its own.
+func (r *Report) goalTable() string {
+	if len(r.Goals) == 0 {
+		return ""
+	}
+	key := func(g Goal) string { return g.Scenario + "|" + g.Goal }
+	controls, compared := map[string]float64{}, map[string]bool{}
+	for _, g := range r.Goals {
+		if g.Control {
+			controls[key(g)] = g.Ratio
+		} else {
+			compared[key(g)] = true
+		}
+	}
+	var b strings.Builder
+	b.WriteString("\nGoals, ours / client-go's in the same scenario (throughput at a target rate: the share of the writes each handler got in the window; met when the ratio, rounded to three decimals, is at least 1 for throughput, at most 1 for latency)")
+	if len(controls) == 0 {
+		b.WriteString(":\n\n| scenario | informer | goal | ratio | met |\n|---|---|---|--:|---|\n")
+	} else {
+		b.WriteString("; *control*: " + controlInformer + " / client-go on the same goal: one informer against itself, so what the run's noise alone makes of a ratio (no goal):\n\n" +
+			"| scenario | informer | goal | ratio | met | control |\n|---|---|---|--:|---|--:|\n")
+	}
+	for _, g := range r.Goals {
+		if g.Control && compared[key(g)] {
+			continue
+		}
+		met := "no"
+		switch {
+		case g.Control:
+			met = "control"
+		case g.Met:
+			met = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %s |", g.Scenario, g.Ours, g.Goal, g.Ratio, met)
+		if len(controls) > 0 {
+			if c, ok := controls[key(g)]; ok && !g.Control {
+				fmt.Fprintf(&b, " %.3f |", c)
+			} else {
+				b.WriteString(" |")
 			}
 		}
 		b.WriteString("\n")
