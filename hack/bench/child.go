@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -118,9 +119,11 @@ type child struct {
 
 	requests faultproxy.RequestCounter
 	// relistArmed makes the transport record, in relistStart (Unix ns), when
-	// the first LIST or streaming watch of the forced relist goes out.
+	// the first LIST or streaming watch of the forced relist goes out, and
+	// in relistCPU the process's CPU and GC CPU seconds (float64 bits) then.
 	relistArmed atomic.Bool
 	relistStart atomic.Int64
+	relistCPU   [2]atomic.Uint64
 	// timeline records an informer's heap over its life.
 	timeline *timelineRecorder
 }
@@ -171,7 +174,10 @@ func (c *child) countRequests(rt http.RoundTripper) http.RoundTripper {
 		c.requests.Count(r)
 		if c.relistArmed.Load() {
 			if info := faultproxy.ParseRequest(r); info.Verb == faultproxy.List || info.Streaming {
-				c.relistStart.CompareAndSwap(0, time.Now().UnixNano())
+				if c.relistStart.CompareAndSwap(0, time.Now().UnixNano()) {
+					c.relistCPU[0].Store(math.Float64bits(benchkit.CPUSeconds()))
+					c.relistCPU[1].Store(math.Float64bits(memstat.GCCPUSeconds()))
+				}
 			}
 		}
 		return rt.RoundTrip(r)
@@ -276,6 +282,11 @@ func (c *child) relist(ctx context.Context, base baseline, inf toolscache.Shared
 		return benchresults.Phase{}, errors.New("the handler got its updates but no relist request went out")
 	}
 	p.SyncSeconds = end.Sub(time.Unix(0, start)).Seconds()
+	// CPU from the same request on: the window began before the parent
+	// wrote a churn variant's changes, seconds in which the child only
+	// waited (and sampled its heap).
+	p.CPUSeconds -= math.Float64frombits(c.relistCPU[0].Load()) - w.cpu0
+	p.GCCPUSeconds -= math.Float64frombits(c.relistCPU[1].Load()) - w.gcCPU0
 	p.Objects = len(inf.GetStore().ListKeys())
 	sent := subCounts(c.requests.Counts(), before)
 	if sent.Watches == 0 {

@@ -252,7 +252,7 @@ func (r *Report) markdown() string {
 	b.WriteString("Δ columns are heap MiB above the child's own baseline (heap after GC before the informer starts; the baseline itself is in the last columns, in MiB). " +
 		"*peak heap*: largest sampled heap (every few ms), garbage included; *peak live*: largest live heap a GC marked; *peak mark*: that GC cycle as gctrace printed it, MiB marked / MiB allocated while it marked (absolute; what it allocated is counted live, reachable or not); *steady*: heap after GC at the end; " +
 		"*peak RSS*: the process's VmHWM in MiB, absolute, reset when the window starts. " +
-		"*CPU s*: the process's CPU time in the window (user and system, all threads, GC included); *GC CPU s*: the Go runtime's estimate of its GC share. " +
+		"*CPU s*: the process's CPU time in the window (user and system, all threads, GC included; relist rows: from the relist's first request, as *sync*); *GC CPU s*: the Go runtime's estimate of its GC share. " +
 		"*sync*: seconds to synced and handler drained (relist rows: from the relist's first request until the handler has all of it). " +
 		"*objects*: in the store (rows without store: objects the list brought). *LISTs*: LIST requests in the window (of the first run).\n\n")
 	for _, lim := range r.MemLimits() {
