@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -120,13 +119,16 @@ type child struct {
 	requests faultproxy.RequestCounter
 	// relistArmed makes the transport record, in relistStart (Unix ns), when
 	// the first LIST or streaming watch of the forced relist goes out, and
-	// in relistCPU the process's CPU and GC CPU seconds (float64 bits) then.
+	// in relistCPU the process's CPU then.
 	relistArmed atomic.Bool
 	relistStart atomic.Int64
-	relistCPU   [2]atomic.Uint64
+	relistCPU   atomic.Pointer[cpuMark]
 	// timeline records an informer's heap over its life.
 	timeline *timelineRecorder
 }
+
+// cpuMark is the process's CPU and GC CPU seconds at one moment.
+type cpuMark struct{ cpu, gcCPU float64 }
 
 func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) error {
 	v, err := findVariant(o.variant)
@@ -175,8 +177,7 @@ func (c *child) countRequests(rt http.RoundTripper) http.RoundTripper {
 		if c.relistArmed.Load() {
 			if info := faultproxy.ParseRequest(r); info.Verb == faultproxy.List || info.Streaming {
 				if c.relistStart.CompareAndSwap(0, time.Now().UnixNano()) {
-					c.relistCPU[0].Store(math.Float64bits(benchkit.CPUSeconds()))
-					c.relistCPU[1].Store(math.Float64bits(memstat.GCCPUSeconds()))
+					c.relistCPU.Store(&cpuMark{cpu: benchkit.CPUSeconds(), gcCPU: memstat.GCCPUSeconds()})
 				}
 			}
 		}
@@ -277,16 +278,16 @@ func (c *child) relist(ctx context.Context, base baseline, inf toolscache.Shared
 	end := time.Now()
 	c.timeline.mark(benchresults.MarkRelisted)
 	p := w.stop(base, relistRow(c.v.name))
-	start := c.relistStart.Load()
-	if start == 0 {
+	start, mark := c.relistStart.Load(), c.relistCPU.Load()
+	if start == 0 || mark == nil {
 		return benchresults.Phase{}, errors.New("the handler got its updates but no relist request went out")
 	}
 	p.SyncSeconds = end.Sub(time.Unix(0, start)).Seconds()
 	// CPU from the same request on: the window began before the parent
 	// wrote a churn variant's changes, seconds in which the child only
 	// waited (and sampled its heap).
-	p.CPUSeconds -= math.Float64frombits(c.relistCPU[0].Load()) - w.cpu0
-	p.GCCPUSeconds -= math.Float64frombits(c.relistCPU[1].Load()) - w.gcCPU0
+	p.CPUSeconds -= mark.cpu - w.cpu0
+	p.GCCPUSeconds -= mark.gcCPU - w.gcCPU0
 	p.Objects = len(inf.GetStore().ListKeys())
 	sent := subCounts(c.requests.Counts(), before)
 	if sent.Watches == 0 {
