@@ -28,7 +28,11 @@ type Codec interface {
 // without decoding it: its UID and resourceVersion for relist reuse, and
 // its index values for updates and deletes. The key is the map key it is
 // stored under. An encoded entry never changes once stored, except that
-// AddIndexers appends the values of new indices, holding both locks.
+// AddIndexers appends the values of new indices, holding both locks. Its
+// identity is read without the store's locks (relist reuse, and
+// ResourceVersionOf from handlers' goroutines), so extra, which holds both
+// identity and the index values' ends, is replaced whole, never written
+// into.
 type encoded struct {
 	data []byte
 	// uid and rv are the object's UID and resourceVersion in their usual
@@ -37,10 +41,11 @@ type encoded struct {
 	uid    [16]byte
 	rv     uint64
 	values indexValues
-	extra  *entryExtra // nil for the common case
+	extra  atomic.Pointer[entryExtra] // nil for the common case
 }
 
-// entryExtra is what few entries need.
+// entryExtra is what few entries need. Once an entry holds it, it is
+// read-only: a change stores a changed copy.
 type entryExtra struct {
 	uid, rv    string // when not in compact form
 	compactUID bool
@@ -63,7 +68,7 @@ func newEncoded(obj any, data []byte) *encoded {
 	e := &encoded{data: data}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		e.extra = &entryExtra{compactUID: true, compactRV: true, noMeta: true}
+		e.extra.Store(&entryExtra{compactUID: true, compactRV: true, noMeta: true})
 		return e
 	}
 	uid, rv := string(m.GetUID()), m.GetResourceVersion()
@@ -71,13 +76,14 @@ func newEncoded(obj any, data []byte) *encoded {
 	e.uid, okUID = parseUUID(uid)
 	e.rv, okRV = parseRV(rv)
 	if !okUID || !okRV {
-		e.extra = &entryExtra{compactUID: okUID, compactRV: okRV}
+		x := &entryExtra{compactUID: okUID, compactRV: okRV}
 		if !okUID {
-			e.extra.uid = uid
+			x.uid = uid
 		}
 		if !okRV {
-			e.extra.rv = rv
+			x.rv = rv
 		}
+		e.extra.Store(x)
 	}
 	return e
 }
@@ -85,18 +91,19 @@ func newEncoded(obj any, data []byte) *encoded {
 // sameVersion reports whether the entry holds the version uid, rv of its
 // object. An empty resourceVersion proves nothing, so it never matches.
 func (e *encoded) sameVersion(uid, rv string) bool {
-	if rv == "" || (e.extra != nil && e.extra.noMeta) {
+	x := e.extra.Load()
+	if rv == "" || (x != nil && x.noMeta) {
 		return false
 	}
-	if e.extra != nil && !e.extra.compactUID {
-		if e.extra.uid != uid {
+	if x != nil && !x.compactUID {
+		if x.uid != uid {
 			return false
 		}
 	} else if u, ok := parseUUID(uid); !ok || u != e.uid {
 		return false
 	}
-	if e.extra != nil && !e.extra.compactRV {
-		return e.extra.rv == rv
+	if x != nil && !x.compactRV {
+		return x.rv == rv
 	}
 	v, ok := parseRV(rv)
 	return ok && v == e.rv
@@ -105,11 +112,12 @@ func (e *encoded) sameVersion(uid, rv string) bool {
 // resourceVersion returns the entry's resourceVersion; ok is false if its
 // object has no metadata.
 func (e *encoded) resourceVersion() (rv string, ok bool) {
+	x := e.extra.Load()
 	switch {
-	case e.extra != nil && e.extra.noMeta:
+	case x != nil && x.noMeta:
 		return "", false
-	case e.extra != nil && !e.extra.compactRV:
-		return e.extra.rv, true
+	case x != nil && !x.compactRV:
+		return x.rv, true
 	case e.rv == 0:
 		return "", true
 	}
@@ -174,14 +182,15 @@ func indexValuesOf(ix namedIndexer, i int, key string, obj any) []string {
 }
 
 func (e *encoded) valuesOf(i int) []string {
-	if e.extra == nil || e.extra.ends == nil {
+	x := e.extra.Load()
+	if x == nil || x.ends == nil {
 		return e.values.flat[i : i+1 : i+1]
 	}
 	start := int32(0)
 	if i > 0 {
-		start = e.extra.ends[i-1]
+		start = x.ends[i-1]
 	}
-	return e.values.flat[start:e.extra.ends[i]:e.extra.ends[i]]
+	return e.values.flat[start:x.ends[i]:x.ends[i]]
 }
 
 // computeValues computes obj's values for indexers, interning them (a
@@ -214,19 +223,23 @@ func (e *encoded) setValues(indexers []namedIndexer, key string, obj any) {
 	e.setEnds(ends)
 }
 
+// setEnds stores ends, replacing extra rather than writing into it.
 func (e *encoded) setEnds(ends []int32) {
-	switch {
-	case ends != nil && e.extra == nil:
-		e.extra = &entryExtra{compactUID: true, compactRV: true, ends: ends}
-	case e.extra != nil:
-		e.extra.ends = ends
+	switch x := e.extra.Load(); {
+	case ends != nil && x == nil:
+		e.extra.Store(&entryExtra{compactUID: true, compactRV: true, ends: ends})
+	case x != nil:
+		changed := *x
+		changed.ends = ends
+		e.extra.Store(&changed)
 	}
 }
 
 // appendValues appends the values of added indices to the entry's.
 func (e *encoded) appendValues(flat []string, ends []int32) {
 	n := len(e.values.flat)
-	if e.extra == nil || e.extra.ends == nil {
+	x := e.extra.Load()
+	if x == nil || x.ends == nil {
 		if ends == nil {
 			e.values.flat = append(e.values.flat[:n:n], flat...)
 			return
@@ -240,7 +253,7 @@ func (e *encoded) appendValues(flat []string, ends []int32) {
 		e.setEnds(append(old, shifted(ends, n, len(flat))...))
 		return
 	}
-	prev := e.extra.ends
+	prev := x.ends
 	e.values.flat = append(e.values.flat[:n:n], flat...)
 	e.setEnds(append(prev[:len(prev):len(prev)], shifted(ends, n, len(flat))...))
 }

@@ -141,7 +141,12 @@ func (c *Indexer) AbortReplace() {
 // true). Otherwise transform, if not nil, is applied to obj first, without
 // the store's locks held; if it fails, nothing is buffered and its error is
 // returned wrapped. Adding a key already buffered replaces the buffered
-// object. It returns ErrNoReplace if no paged replace is in progress.
+// object. It returns ErrNoReplace if no paged replace is in progress, or if
+// the one in progress when it was called was aborted or discarded (by
+// StartReplace) before obj was buffered: obj then goes to no replace. A
+// live write may replace the object found unchanged before it is buffered;
+// obj is then compared with what is live again, so that what is buffered
+// is always the live object or obj itself.
 //
 // With a codec, the (transformed) object is encoded outside the store's
 // locks and stored is the encoded entry (see Decode); relist reuse compares
@@ -151,39 +156,82 @@ func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (sto
 	if err != nil {
 		return nil, false, err
 	}
-	if !c.Replacing() { // spare the transform
+	// The replace this call adds to: one started after it (a restart
+	// discarding this one) must not get what this list gave.
+	buf := c.currentReplace()
+	if buf == nil { // spare the transform
 		return nil, false, ErrNoReplace
 	}
-	if c.relistReuse {
-		stored, reused = c.unchangedLive(key, obj)
-	}
-	var final any // the object stored, for its index values
-	if !reused {
-		final = obj
-		if transform != nil {
-			if final, err = transform(obj); err != nil {
-				return nil, false, fmt.Errorf("transforming: %w", err)
-			}
+	var final, own any // the (transformed) object and what stores it, once computed
+	computed := false
+	for {
+		reused = false
+		if c.relistReuse {
+			stored, reused = c.unchangedLive(key, obj)
 		}
-		stored = c.encode(final)
+		if !reused {
+			if !computed {
+				final = obj
+				if transform != nil {
+					if final, err = transform(obj); err != nil {
+						return nil, false, fmt.Errorf("transforming: %w", err)
+					}
+				}
+				own, computed = c.encode(final), true
+			}
+			stored = own
+		}
+		if done, err := c.bufferAdded(buf, key, final, stored, reused); done {
+			return stored, reused, err
+		}
+		// A live write replaced the object found unchanged: look again.
 	}
+}
 
+// currentReplace returns the paged replace in progress, nil if none.
+func (c *Indexer) currentReplace() *pagedReplace {
 	c.replaceMu.Lock()
 	defer c.replaceMu.Unlock()
-	if c.buffer == nil { // aborted meanwhile
-		return nil, false, ErrNoReplace
+	return c.buffer
+}
+
+// bufferAdded buffers stored under key in buf, unless buf is no longer the
+// replace in progress (ErrNoReplace) or stored is a live object found
+// unchanged that a live write has replaced since (done is false): between
+// the two, AddIndexers would have given its new indices' values to neither
+// (an encoded entry keeps them), and the listed object, not the live one
+// it matched, is what the list says. final is the object stored when not
+// reused, for its index values.
+func (c *Indexer) bufferAdded(buf *pagedReplace, key string, final, stored any, reused bool) (done bool, err error) {
+	c.replaceMu.Lock()
+	defer c.replaceMu.Unlock()
+	if c.buffer != buf { // aborted, or discarded by a new StartReplace
+		return true, ErrNoReplace
+	}
+	if reused && !c.isLive(key, stored) {
+		return false, nil
 	}
 	if !reused {
 		c.setIndexValues(key, final, stored)
-		if c.buffer.gen == nil {
+		if buf.gen == nil {
 			// Index it now, as a generation being built would: an index
 			// function that fails must panic here, not halfway through
 			// the writes of FinishReplace.
 			c.checkIndexable(c.indexers, key, stored)
 		}
 	}
-	c.buffer.add(c.indexers, key, stored, reused)
-	return stored, reused, nil
+	buf.add(c.indexers, key, stored, reused)
+	return true, nil
+}
+
+// isLive reports whether the live generation still holds stored, an object
+// it held, under key. Objects that are not pointers have no identity to
+// compare: any object under key will do.
+func (c *Indexer) isLive(key string, stored any) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	live, ok := c.live.items[key]
+	return ok && (samePointer(live, stored) || reflect.TypeOf(live).Kind() != reflect.Pointer)
 }
 
 // checkIndexable runs indexers on a plain object, panicking as a put would
