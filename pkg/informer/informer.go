@@ -252,14 +252,22 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 		s.shard.start(ctx)
 		wg.Go(func() { s.shard.follow(auxCtx, s.watcher.Relist) })
 	}
+	// Deferred, so that it also runs while a panic unwinds (the watcher
+	// recovers from one only when utilruntime.ReallyCrash is off).
+	defer s.shutDown()
 	if err := s.watcher.Run(ctx, s.newStoreWriter(logger, transform)); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Informer's watcher stopped", "type", s.objectDescription)
 	}
+}
+
+// shutDown ends what RunWithContext started, once the watcher returned:
+// it refuses new handlers from here on and stops the processor, whose
+// listeners then end.
+func (s *SharedIndexInformer) shutDown() {
 	// A restart cut short by the stop leaves a half-filled buffer behind.
 	s.indexer.AbortReplace()
-
 	s.startedMu.Lock()
-	s.stopped = true // no new handlers from here on
+	s.stopped = true
 	s.startedMu.Unlock()
 	s.processor.stop()
 }

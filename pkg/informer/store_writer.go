@@ -154,28 +154,10 @@ func (w *storeWriter) addPage(ctx context.Context, objs []runtime.Object) {
 
 func (w *storeWriter) finishReplace(ctx context.Context, rv string) error {
 	first := !w.listed
-	w.changeMu.Lock()
-	diff, err := w.indexer.FinishReplace(rv)
+	diff, d, err := w.swapIn(ctx, rv, first)
 	if err != nil {
-		w.changeMu.Unlock()
-		return fmt.Errorf("finishing restart at resourceVersion %q: %w", rv, err)
+		return err
 	}
-	if w.restart.strategy == listerwatcher.StreamingList {
-		// Before anything describes the new store, as client-go checks
-		// before its Replace. It holds changeMu across a LIST: a cost
-		// only paid in CI, where the detector is on.
-		w.consistency.streamed(ctx, rv, w.indexer.List)
-	}
-	// Everything that describes the new store is recorded before handlers
-	// hear of it, so that what they see is never ahead of it.
-	w.commit(rv, true)
-	d := w.clock.Since(w.restart.started)
-	w.metrics.restartDone(d, len(diff.Changes), diff.Reused, rv)
-	for _, c := range diff.Changes {
-		w.mutations.AddObject(c.New)
-	}
-	w.processor.distributeReplace(diff, first)
-	w.changeMu.Unlock()
 	if first {
 		// Only now: a handler's HasSynced must not turn true before its
 		// share of the first list is queued.
@@ -201,6 +183,36 @@ func (w *storeWriter) finishReplace(ctx context.Context, rv string) error {
 		})
 	}
 	return nil
+}
+
+// swapIn makes the restart's buffer the store at rv and queues its
+// notifications, under changeMu, and returns the diff and how long the
+// restart took. The lock is released by a defer: a panic on the way (the
+// consistency detector's, by design) must not leave it held for the
+// restart that follows.
+func (w *storeWriter) swapIn(ctx context.Context, rv string, first bool) (*cache.Diff, time.Duration, error) {
+	w.changeMu.Lock()
+	defer w.changeMu.Unlock()
+	diff, err := w.indexer.FinishReplace(rv)
+	if err != nil {
+		return nil, 0, fmt.Errorf("finishing restart at resourceVersion %q: %w", rv, err)
+	}
+	if w.restart.strategy == listerwatcher.StreamingList {
+		// Before anything describes the new store, as client-go checks
+		// before its Replace. It holds changeMu across a LIST: a cost
+		// only paid in CI, where the detector is on.
+		w.consistency.streamed(ctx, rv, w.indexer.List)
+	}
+	// Everything that describes the new store is recorded before handlers
+	// hear of it, so that what they see is never ahead of it.
+	w.commit(rv, true)
+	d := w.clock.Since(w.restart.started)
+	w.metrics.restartDone(d, len(diff.Changes), diff.Reused, rv)
+	for _, c := range diff.Changes {
+		w.mutations.AddObject(c.New)
+	}
+	w.processor.distributeReplace(diff, first)
+	return diff, d, nil
 }
 
 func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object) {
@@ -287,17 +299,21 @@ func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Objec
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description)
 		return
 	}
-	w.changeMu.Lock()
-	old, existed, err := w.indexer.Remove(obj)
+	var existed bool
 	var decodeErr error
-	if err == nil && existed {
-		w.metrics.storeChanged(-1)
-		// An encoded store hands back its entry: handlers get objects.
-		if old, decodeErr = w.indexer.Decode(old); decodeErr == nil {
-			w.processor.distribute(notification{kind: notifyDelete, oldObj: toolscache.DeletedFinalStateUnknown{Key: key, Obj: old}}, false)
+	func() {
+		w.changeMu.Lock()
+		defer w.changeMu.Unlock() // a panicking handler queue must not leave it held
+		var old any
+		old, existed, err = w.indexer.Remove(obj)
+		if err == nil && existed {
+			w.metrics.storeChanged(-1)
+			// An encoded store hands back its entry: handlers get objects.
+			if old, decodeErr = w.indexer.Decode(old); decodeErr == nil {
+				w.processor.distribute(notification{kind: notifyDelete, oldObj: toolscache.DeletedFinalStateUnknown{Key: key, Obj: old}}, false)
+			}
 		}
-	}
-	w.changeMu.Unlock()
+	}()
 	switch {
 	case err != nil:
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description, "object", key)

@@ -35,6 +35,7 @@ const (
 	CauseUnexpectedObject
 	CauseBookmarkWithoutResourceVersion
 	CauseStaleEvent
+	CausePanic
 )
 
 var causes = [...]struct{ name, description string }{
@@ -58,6 +59,7 @@ var causes = [...]struct{ name, description string }{
 	CauseUnexpectedObject:               {"UnexpectedObject", "the watch sent an object of another type or kind than the informer's (a ListerWatcher for another resource?)"},
 	CauseBookmarkWithoutResourceVersion: {"BookmarkWithoutResourceVersion", "the watch sent a bookmark without a resourceVersion"},
 	CauseStaleEvent:                     {"StaleEvent", "the watch went back in time: an event older than the collection's resourceVersion"},
+	CausePanic:                          {"Panic", "a panic in the ListerWatcher or the consumer (a transform? an index function?), recovered: see the logged stack"},
 }
 
 // String returns the cause's name, e.g. "Forbidden".
@@ -84,6 +86,8 @@ func (c Cause) Description() string {
 func causeOf(op Op, err error) Cause {
 	var bad unreadable
 	switch {
+	case op == OpPanic:
+		return CausePanic
 	case op == OpConsume:
 		return CauseConsumer
 	case errors.As(err, &bad) || isUndecodableEvent(err):

@@ -252,6 +252,12 @@ var rules = []rule{
 	{"watching", OpStream, "the watch sends another ERROR event (one without a Status included)", nil,
 		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 0}},
 
+	// What the panicking step left behind cannot be trusted: rebuild it.
+	// client-go's reflector loop logs the panic (HandleCrash) and lists and
+	// watches again after its backoff; the handler does not hear of it.
+	{"any", OpPanic, "a step panics, with utilruntime.ReallyCrash off (on, the default, the process crashes)", nil,
+		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}},
+
 	// No step fails in another phase; should one, relisting is safe.
 	{"any", "", "any other failure", nil,
 		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}},

@@ -148,8 +148,13 @@ func TestClassifyFollowsTheFaultTable(t *testing.T) {
 		{"watch sends an ERROR without a Status", OpStream, watchingRV, noStatus, auto,
 			want{28, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 
+		{"a panic while watching", OpPanic, watchingRV, &PanicError{Value: "bug"}, auto,
+			want{29, Decision{Cause: CausePanic, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+		{"a panic while listing", OpPanic, continued, &PanicError{Value: "bug"}, explicit,
+			want{29, Decision{Cause: CausePanic, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+
 		{"a step no phase has", OpWatch, firstNewest, forbidden, auto,
-			want{29, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+			want{30, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			i, d := classifyRule(faultOf(tc.op, tc.ph, tc.err, tc.auto))

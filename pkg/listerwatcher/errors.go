@@ -57,7 +57,20 @@ const (
 	OpStream Op = "stream"
 	// OpConsume: the Consumer's Handle returned an error.
 	OpConsume Op = "consume"
+	// OpPanic: a step panicked (the ListerWatcher, or the Consumer and what
+	// it calls: a transform, an index function) while utilruntime.ReallyCrash
+	// was off; the Failure's Err is a *PanicError. With ReallyCrash on, the
+	// default, the panic crashes the process, as client-go's reflector's does.
+	OpPanic Op = "panic"
 )
+
+// PanicError is a panic the watcher recovered from: Value is what was
+// passed to panic. utilruntime.HandleCrash has logged it with its stack.
+type PanicError struct {
+	Value any
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("recovered from a panic: %v", e.Value) }
 
 // Failure is what the error handler receives: the step that failed, why,
 // and what the watcher makes of it. It unwraps to the cause, so apierrors'

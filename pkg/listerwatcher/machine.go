@@ -24,6 +24,9 @@ type machine struct {
 	fallback  fallback
 	sizer     pageSizer        // the limits of paginated LISTs
 	batch     []runtime.Object // the streaming page, reused
+	// opened is the watch opened last: should a step panic, it stops it if
+	// no phase did.
+	opened *openWatch
 }
 
 // fallback is Auto's memory of streaming that failed: restarts list until
@@ -55,6 +58,29 @@ func (m *machine) step(ctx context.Context, ph phase) phase {
 		return m.pause(ctx, p)
 	}
 	panic(fmt.Sprintf("listerwatcher: unknown phase %T", ph))
+}
+
+// guardedStep is step with a panic in it handled as client-go's reflector
+// handles one in its ListAndWatch: utilruntime.HandleCrash logs it and, with
+// ReallyCrash on (the default), crashes the process. With ReallyCrash off,
+// the watch the step left open is stopped and the panic is a failure like
+// any other (OpPanic): a relist after the backoff, which starts the
+// consumer's restart over.
+func (m *machine) guardedStep(ctx context.Context, ph phase) (next phase) {
+	defer utilruntime.HandleCrashWithContext(ctx, func(ctx context.Context, r any) {
+		m.stopOpened()
+		next = m.fail(ctx, ph, OpPanic, &PanicError{Value: r})
+	})
+	return m.step(ctx, ph)
+}
+
+// stopOpened stops the watch opened last, unless a phase stopped it.
+func (m *machine) stopOpened() {
+	if w := m.opened; w != nil && !w.stopped {
+		w.Stop()
+		m.observer.WatchEnded(m.clock.Since(w.start), w.events, nil)
+	}
+	m.opened = nil
 }
 
 // restart returns the first phase of a restart for a: streaming, unless the
@@ -118,6 +144,7 @@ func (m *machine) after(ph phase, d Decision) phase {
 	}
 	// RelistFromLast, and FallBackToList, whose fallback makes restart list.
 	return m.restart(attempt{reason: reason, from: relistFrom(ph)})
+
 }
 
 // report hands f to the error handler. Without one it logs f the way

@@ -100,7 +100,7 @@ func (w *Watcher) Run(ctx context.Context, c Consumer) error {
 	m.logger.V(3).Info("Starting list and watch", "strategy", w.strategy)
 	ph := m.restart(attempt{reason: Initial})
 	for ctx.Err() == nil {
-		ph = m.step(ctx, ph)
+		ph = m.guardedStep(ctx, ph)
 	}
 	m.closeStream(ph)
 	m.logger.V(3).Info("Stopped list and watch")

@@ -127,8 +127,17 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, 
 // openWatch is a watch with what WatchEnded needs.
 type openWatch struct {
 	watch.Interface
-	start  time.Time
-	events int
+	start   time.Time
+	events  int
+	stopped bool
+}
+
+// Stop stops the watch once.
+func (w *openWatch) Stop() {
+	if !w.stopped {
+		w.stopped = true
+		w.Interface.Stop()
+	}
 }
 
 // open starts a watch with opts. It returns nil and no error when ctx ended
@@ -146,7 +155,8 @@ func (m *machine) open(ctx context.Context, opts metav1.ListOptions) (*openWatch
 		return nil, err
 	}
 	m.observer.WatchStarted(opts)
-	return &openWatch{Interface: wi, start: start}, nil
+	m.opened = &openWatch{Interface: wi, start: start}
+	return m.opened, nil
 }
 
 // closeStream stops the stream ph still holds when Run ends, if any.
