@@ -69,6 +69,48 @@ func (lw noResourceVersionLW) ListWithContext(ctx context.Context, opts metav1.L
 // A LIST without a resourceVersion ends its restart at "" and, as in
 // client-go's reflector, the watch starts from "": the server replays the
 // collection as ADDED events, then the changes, so a consumer loses nothing.
+// The ADDED events a watch from "" begins with replay the collection in key
+// order, not resourceVersion order: they are neither checked against one
+// another nor taken as the collection's version (client-go's reflector does
+// not propagate theirs either), so that a watch that ends among them starts
+// from "" again instead of skipping what it had not replayed yet.
+func TestWatchFromTheStartReplaysInAnyOrder(t *testing.T) {
+	srv := newServer(t, 3) // cm-00000 .. cm-00002 at resourceVersions 1 .. 3
+	cm := configMap(0).(*corev1.ConfigMap)
+	cm.Data["index"] = "updated"
+	if _, err := srv.Update(cm); err != nil { // cm-00000 at 4: replayed first, newest
+		t.Fatal(err)
+	}
+	h := start(t, srv, noResourceVersionLW{srv.ListerWatcher()}, WithStrategy(ListWatch))
+	h.restart()
+	for round := range 2 {
+		if opts := h.watchStarted(); opts.ResourceVersion != "" {
+			t.Fatalf("round %d: watch from %q, want \"\"", round, opts.ResourceVersion)
+		}
+		for i := range 3 {
+			select {
+			case err := <-h.errs:
+				t.Fatalf("round %d, replayed event %d: %v", round, i, err)
+			case ev := <-h.events:
+				if ev.Type != Added || ev.ResourceVersion != "" {
+					t.Fatalf("round %d, replayed event %d: %v at %q, want Added without resourceVersion", round, i, ev.Type, ev.ResourceVersion)
+				}
+			case <-time.After(guard):
+				t.Fatalf("round %d: no replayed event %d", round, i)
+			}
+		}
+		if round == 0 {
+			srv.CloseWatches() // among the replay, as far as the watcher knows
+		}
+	}
+	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.nextOf(Deleted); ev.ResourceVersion != srv.ResourceVersion() {
+		t.Fatalf("deletion at %q, want %q", ev.ResourceVersion, srv.ResourceVersion())
+	}
+}
+
 func TestListWithoutResourceVersionWatchesFromTheStart(t *testing.T) {
 	srv := newServer(t, 3)
 	h := start(t, srv, noResourceVersionLW{srv.ListerWatcher()}, WithStrategy(ListWatch), WithPageSize(2))

@@ -116,7 +116,11 @@ type Event struct {
 	// Object is the object of an Added, Modified or Deleted event.
 	Object runtime.Object
 	// ResourceVersion is the version a RestartDone or Bookmark is at, and
-	// the object's resourceVersion for Added, Modified and Deleted.
+	// the object's resourceVersion for Added, Modified and Deleted; empty
+	// for the Added events that begin a watch from "" (after a LIST
+	// without resourceVersion), which replay the collection in no
+	// resourceVersion order: until another event comes, the collection's
+	// version is unknown.
 	ResourceVersion string
 	// Strategy is the strategy the restart uses (restart events only).
 	Strategy Strategy

@@ -35,7 +35,13 @@ func (m *machine) watch(ctx context.Context, p watching) phase {
 			return p // ctx ended
 		}
 	}
-	rv, op, err := m.follow(ctx, w, p.rv)
+	// A watch opened from "" or "0" (a LIST without resourceVersion) starts
+	// with ADDED events replaying the collection in no resourceVersion
+	// order, as client-go's reflector knows: until something else comes,
+	// their versions are neither compared nor taken as the collection's. A
+	// stream a streaming restart left open is past them.
+	replaying := p.stream == nil && (p.rv == "" || p.rv == "0")
+	rv, op, err := m.follow(ctx, w, p.rv, replaying)
 	w.Stop()
 	next := watching{rv: rv}
 	d := m.clock.Since(w.start)
@@ -67,7 +73,9 @@ const veryShortWatch = time.Second
 // follow delivers w's events after rv and returns the newest resourceVersion
 // the consumer has when w closes (no error), sends an ERROR event (OpStream),
 // the consumer fails (OpConsume), Relist is called (errRelist) or ctx ends.
-func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, Op, error) {
+// While replaying, w's ADDED events replay the collection (see watch): they
+// are delivered without a resourceVersion and leave rv as it is.
+func (m *machine) follow(ctx context.Context, w *openWatch, rv string, replaying bool) (string, Op, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,8 +117,11 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, 
 				utilruntime.HandleErrorWithContext(ctx, err, "Dropped a watch event whose object has no metadata", "listerwatcher", m.name, "type", ev.Type)
 				continue
 			}
+			replaying = replaying && typ == Added
 			out := Event{Type: typ, ResourceVersion: md.GetResourceVersion()}
-			if err := inOrder(out, rv); err != nil {
+			if replaying {
+				out.ResourceVersion = ""
+			} else if err := inOrder(out, rv); err != nil {
 				return rv, OpStream, err
 			}
 			if typ != Bookmark {
@@ -119,7 +130,9 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string) (string, 
 			if err := m.deliver(ctx, out); err != nil {
 				return rv, OpConsume, err
 			}
-			rv = out.ResourceVersion
+			if !replaying {
+				rv = out.ResourceVersion
+			}
 		}
 	}
 }
