@@ -142,8 +142,14 @@ func (m *machine) after(ph phase, d Decision) phase {
 		}
 		return m.listing(a)
 	}
-	// RelistFromLast, and FallBackToList, whose fallback makes restart list.
-	return m.restart(attempt{reason: reason, from: relistFrom(ph)})
+	a := attempt{reason: reason, from: relistFrom(ph)}
+	if d.Next == FallBackToList {
+		// This restart lists whatever the fallback TTL: one of 0 has run
+		// out already, and streaming again at once would loop without
+		// ever listing.
+		return m.listing(a)
+	}
+	return m.restart(a) // RelistFromLast
 
 }
 

@@ -183,7 +183,8 @@ func WithMinWatchTimeout(d time.Duration) Option { return func(c *config) { c.mi
 func WithStreamingIdleTimeout(d time.Duration) Option { return func(c *config) { c.idleTimeout = d } }
 
 // WithFallbackTTL sets how long Auto keeps using ListWatch after streaming
-// failed (default 10m).
+// failed (default 10m). The restart right after a fallback lists whatever
+// the TTL; with 0, the next one streams again.
 func WithFallbackTTL(d time.Duration) Option { return func(c *config) { c.fallbackTTL = d } }
 
 // WithExpectedType drops, with an error, watch events whose object is not of

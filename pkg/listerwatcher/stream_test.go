@@ -105,6 +105,35 @@ var refuseStreaming = func(_ context.Context, req fake.Request) error {
 	return nil
 }
 
+// A fallback TTL of 0 remembers no fallback, but the restart the fallback
+// itself leads to lists all the same: streaming again at once, as it did,
+// looped on refused streams without ever listing.
+func TestAutoWithZeroFallbackTTLListsOnce(t *testing.T) {
+	srv := newServer(t, 3)
+	srv.SetFault(refuseStreaming)
+	h := start(t, srv, nil, WithFallbackTTL(0))
+	if err := h.fallback(); !apierrors.IsInvalid(err) {
+		t.Errorf("fallback after %v, want the server's Invalid", err)
+	}
+	if !apierrors.IsInvalid(h.err()) {
+		t.Error("the refusal was not reported")
+	}
+	if startEv, names, _ := h.restart(); startEv.Strategy != ListWatch || len(names) != 3 {
+		t.Fatalf("restart %+v with %d objects, want one by ListWatch with 3", startEv, len(names))
+	}
+	h.watchStarted()
+
+	// Nothing is remembered: the next restart streams.
+	srv.SetFault(nil)
+	expired := apierrors.NewResourceExpired("gone")
+	srv.SendWatchError(&expired.ErrStatus)
+	h.expectErr(apierrors.IsResourceExpired)
+	h.backoff(testBackoff.Initial)
+	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList {
+		t.Errorf("restart %+v, want one by StreamingList once the 0 TTL has run out", startEv)
+	}
+}
+
 func TestAutoFallsBackWhenTheServerRefusesAndRemembersIt(t *testing.T) {
 	srv := newServer(t, 3)
 	srv.SetFault(refuseStreaming)
