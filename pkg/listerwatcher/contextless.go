@@ -2,9 +2,11 @@ package listerwatcher
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -69,7 +71,9 @@ func (w detachedWatcher) WatchWithContext(ctx context.Context, opts metav1.ListO
 // detach runs call on a goroutine of its own and waits for its result until
 // ctx ends. A result that comes after that goes to abandon (unless the call
 // failed) on the call's goroutine, which then ends. A panic of call is the
-// caller's while it waits, as client-go's reflector hands on its list's.
+// caller's while it waits, as client-go's reflector hands on its list's;
+// after that, nobody can recover it, and it is logged and dropped (client-go
+// drops it): a call left running at shutdown must not crash the process.
 func detach[T any](ctx context.Context, call func() (T, error), abandon func(T)) (T, error) {
 	type result struct {
 		v        T
@@ -88,7 +92,9 @@ func detach[T any](ctx context.Context, call func() (T, error), abandon func(T))
 		case done <- r:
 		case <-gaveUp:
 			if r.panicked != nil {
-				panic(r.panicked)
+				utilruntime.HandleErrorWithContext(ctx, fmt.Errorf("%v", r.panicked),
+					"A ListerWatcher call abandoned when its context ended panicked afterwards; the panic is dropped")
+				return
 			}
 			if r.err == nil {
 				abandon(r.v)

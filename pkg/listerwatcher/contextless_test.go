@@ -2,6 +2,8 @@ package listerwatcher
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,5 +171,37 @@ func TestContextAwareCallsAreNotDetached(t *testing.T) {
 	}
 	if list, watch := ignoresContext(contextLessLW{lw}); !list || !watch {
 		t.Errorf("a ListerWatcher with only List and Watch: list %v, watch %v; want both ignoring the context", list, watch)
+	}
+}
+
+// A context-less call still running when its caller gave up, that panics
+// afterwards (a client torn down at shutdown, say), must not crash the
+// process: nobody can recover it any more. It is logged and dropped, as
+// client-go's reflector drops its abandoned list's panic. Were it raised
+// again, this test binary would crash.
+func TestAbandonedCallThatPanicsLaterIsDropped(t *testing.T) {
+	logged := capturedErrors(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	entered, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		<-entered
+		cancel()
+	}()
+	_, err := detach(ctx, func() (int, error) {
+		close(entered)
+		<-release
+		panic("client torn down")
+	}, func(int) { t.Error("a call that panicked has nothing to abandon") })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("detach returned %v, want the context's end", err)
+	}
+	close(release)
+	select {
+	case msg := <-logged:
+		if !strings.Contains(msg, "abandoned") {
+			t.Errorf("logged %q, want the dropped panic", msg)
+		}
+	case <-time.After(guard):
+		t.Fatal("the late panic was not logged")
 	}
 }
