@@ -201,7 +201,7 @@ func TestAddToReplaceOfADiscardedReplace(t *testing.T) {
 			}
 			c.StartReplace()
 			entered, release := make(chan struct{}), make(chan struct{})
-			slow := func(o any) (any, error) { close(entered); <-release; return o, nil }
+			slow := func(o any) (any, error) { close(entered); <-release; return o, nil } //nolint:unparam // a TransformFunc
 			done := make(chan error)
 			go func() {
 				_, _, err := c.AddToReplace(obj("a", "gone", canonicalUID(100), "9", nil), slow)
