@@ -191,6 +191,23 @@ func (c *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 	return item, true, nil
 }
 
+// StoredResourceVersion returns the resourceVersion of the object stored
+// under obj's key, without decoding it; ok is false if there is none, it
+// has no metadata, or obj has no key.
+func (c *Indexer) StoredResourceVersion(obj any) (rv string, ok bool) {
+	key, err := c.key(obj)
+	if err != nil {
+		return "", false
+	}
+	c.mu.RLock()
+	stored, exists := c.live.items[key]
+	c.mu.RUnlock()
+	if !exists {
+		return "", false
+	}
+	return ResourceVersionOf(stored)
+}
+
 // List returns every object of the live generation, in no particular order.
 func (c *Indexer) List() []any {
 	c.mu.RLock()

@@ -55,7 +55,18 @@ type storeWriter struct {
 	restart restartStats // the restart in progress
 }
 
-var _ listerwatcher.Consumer = (*storeWriter)(nil)
+var (
+	_ listerwatcher.Consumer       = (*storeWriter)(nil)
+	_ listerwatcher.StoredVersions = (*storeWriter)(nil)
+)
+
+// StoredResourceVersion implements listerwatcher.StoredVersions: the
+// watcher then finds a change stale only if it is older than the object
+// stored under its key, which client-go's fake clientset (one
+// resourceVersion per object, kept through updates) never sends.
+func (w *storeWriter) StoredResourceVersion(obj runtime.Object) (string, bool) {
+	return w.indexer.StoredResourceVersion(obj)
+}
 
 // restartStats describes the restart in progress, for its metrics and its
 // summary log line.

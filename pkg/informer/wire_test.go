@@ -198,7 +198,7 @@ func TestWireEventOlderThanTheListRelists(t *testing.T) {
 	stale.Data = map[string]string{"state": "stale"}
 	s.SendWatchEvent(watch.Event{Type: watch.Modified, Object: stale})
 	w.expectFailure(t, listerwatcher.ErrStaleEvent, listerwatcher.CauseStaleEvent,
-		"watch ended with error", "older than the collection's resourceVersion", "Modified at resourceVersion 1", "relist from the last rv")
+		"watch ended with error", "older than what the consumer has", "Modified at resourceVersion 1, the stored object is at", "relist from the last rv")
 	eventually(t, "the relist to be sent", func() bool { return lw.lists.Load() > 1 })
 	if got := storeState(w.inf.GetStore()); !equalStates(before, got) {
 		t.Fatalf("store changed by the stale event:\n%s", diffStates(before, got))

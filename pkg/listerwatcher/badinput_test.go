@@ -2,7 +2,10 @@ package listerwatcher
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
@@ -133,5 +137,100 @@ func TestListWithoutResourceVersionWatchesFromTheStart(t *testing.T) {
 	}
 	if ev := h.nextOf(Deleted); ev.ResourceVersion != srv.ResourceVersion() {
 		t.Fatalf("deletion at %q, want %q", ev.ResourceVersion, srv.ResourceVersion())
+	}
+}
+
+// versionedConsumer keeps the resourceVersion of every object it was
+// handed, by name, and tells them to the watcher (StoredVersions).
+type versionedConsumer struct {
+	mu     sync.Mutex
+	stored map[string]string
+	events chan Event
+}
+
+func (c *versionedConsumer) Handle(_ context.Context, ev Event) error {
+	c.mu.Lock()
+	for _, o := range append(slices.Clone(ev.Objects), ev.Object) {
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			c.stored[cm.Name] = cm.ResourceVersion
+		}
+	}
+	c.mu.Unlock()
+	c.events <- ev
+	return nil
+}
+
+func (c *versionedConsumer) StoredResourceVersion(obj runtime.Object) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rv, ok := c.stored[obj.(*corev1.ConfigMap).Name]
+	return rv, ok
+}
+
+// A consumer that tells its stored versions has changes judged against the
+// object it holds, not the collection: a change older than that object is
+// stale, one older than the collection but not than its object (a fake
+// clientset's, whose objects keep their own resourceVersions) is applied.
+func TestStaleChangesAgainstStoredVersions(t *testing.T) {
+	srv := newServer(t, 3) // cm-00000 .. cm-00002 at 1 .. 3
+	errs := make(chan error, 10)
+	w, err := New(srv.ListerWatcher(), WithStrategy(ListWatch), WithBackoff(testBackoff),
+		WithErrorHandler(func(_ context.Context, err error) { errs <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &versionedConsumer{stored: map[string]string{}, events: make(chan Event, 100)}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Run(ctx, c)
+	}()
+	defer func() { cancel(); <-done }()
+	next := func(typ EventType) Event {
+		t.Helper()
+		for {
+			select {
+			case ev := <-c.events:
+				if ev.Type == typ {
+					return ev
+				}
+			case err := <-errs:
+				t.Fatalf("reported %v, waiting for %v", err, typ)
+			case <-time.After(guard):
+				t.Fatalf("no %v", typ)
+			}
+		}
+	}
+	next(RestartDone)
+	for srv.OpenWatches() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+
+	first, _ := c.StoredResourceVersion(configMap(0))
+	second, _ := c.StoredResourceVersion(configMap(1))
+	if first >= second || second >= srv.ResourceVersion() {
+		t.Fatalf("cm-00000 at %s, cm-00001 at %s, the collection at %s: want them in that order", first, second, srv.ResourceVersion())
+	}
+	same := configMap(0).(*corev1.ConfigMap)
+	same.ResourceVersion, same.Data["index"] = first, "changed" // older than the collection, as old as its object
+	srv.SendWatchEvent(watch.Event{Type: watch.Modified, Object: same})
+	if ev := next(Modified); ev.ResourceVersion != first {
+		t.Errorf("applied the change at %q, want %s", ev.ResourceVersion, first)
+	}
+
+	older := configMap(1).(*corev1.ConfigMap)
+	older.ResourceVersion = first // older than cm-00001
+	srv.SendWatchEvent(watch.Event{Type: watch.Modified, Object: older})
+	select {
+	case err := <-errs:
+		if !errors.Is(err, ErrStaleEvent) || !strings.Contains(err.Error(), "the stored object is at "+second) {
+			t.Errorf("reported %v, want the stale change against cm-00001's %s", err, second)
+		}
+	case ev := <-c.events:
+		t.Errorf("got %v at %q, want the stale change refused", ev.Type, ev.ResourceVersion)
+	case <-time.After(guard):
+		t.Fatal("the stale change was not reported")
 	}
 }

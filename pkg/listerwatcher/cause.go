@@ -58,7 +58,7 @@ var causes = [...]struct{ name, description string }{
 	CauseBadRequest:                     {"BadRequest", "request rejected by the API server"},
 	CauseUnexpectedObject:               {"UnexpectedObject", "the watch sent an object of another type or kind than the informer's (a ListerWatcher for another resource?)"},
 	CauseBookmarkWithoutResourceVersion: {"BookmarkWithoutResourceVersion", "the watch sent a bookmark without a resourceVersion"},
-	CauseStaleEvent:                     {"StaleEvent", "the watch went back in time: an event older than the collection's resourceVersion"},
+	CauseStaleEvent:                     {"StaleEvent", "the watch went back in time: an event older than what the store holds"},
 	CausePanic:                          {"Panic", "a panic in the ListerWatcher or the consumer (a transform? an index function?), recovered: see the logged stack"},
 }
 

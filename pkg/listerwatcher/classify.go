@@ -234,7 +234,7 @@ var rules = []rule{
 	// sends it again, and a LIST could not read it either. A bookmark without
 	// a resourceVersion says nothing: client-go takes "" from it and replays
 	// the collection on its next watch. An object of another type: see
-	// streaming. An event older than the collection would undo newer state
+	// streaming. An event older than what the store holds would undo newer state
 	// (client-go applies it): the stream cannot be trusted, a LIST can.
 	{"watching", OpStream, "the watch sends an event the client cannot decode (client-go's 500 ERROR event with cause ClientWatchDecoding)", undecodableEvent,
 		Decision{Next: ResumeWatch, Backoff: true, Verbosity: 0}},
@@ -242,7 +242,7 @@ var rules = []rule{
 		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}},
 	{"watching", OpStream, "the watch sends a bookmark without a resourceVersion", bookmarkWithoutRV,
 		Decision{Next: ResumeWatch, Backoff: true, Verbosity: 0}},
-	{"watching", OpStream, "the watch sends an event older than the collection's resourceVersion", stale,
+	{"watching", OpStream, "the watch sends an event older than what the consumer has (a change: than the object it stores under the key, if it says; else than the collection)", stale,
 		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 0}},
 	{"watching", OpStream, "the watch sends a 429 ERROR event", throttled,
 		Decision{Next: ResumeWatch, Backoff: true, Verbosity: 2}},

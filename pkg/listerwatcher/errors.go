@@ -38,10 +38,12 @@ var (
 	// resourceVersion: it says nothing, and taking it would make the next
 	// watch start from "" and replay the whole collection.
 	ErrBookmarkWithoutResourceVersion = errors.New("the watch sent a bookmark without a resourceVersion")
-	// ErrStaleEvent means a watch sent an event whose resourceVersion is not
-	// newer than the collection's (a change), or older (a bookmark): the
+	// ErrStaleEvent means a watch sent a change older than the object the
+	// consumer stores under its key (or, from a consumer that does not tell
+	// its stored versions, a change not newer than the collection's
+	// resourceVersion), or a bookmark older than the collection's: the
 	// stream went back in time, and applying it would undo newer state.
-	ErrStaleEvent = errors.New("the watch sent an event older than the collection's resourceVersion")
+	ErrStaleEvent = errors.New("the watch sent an event older than what the consumer has")
 )
 
 // Op names the step of the pipeline that failed.

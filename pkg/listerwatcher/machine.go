@@ -27,6 +27,8 @@ type machine struct {
 	// opened is the watch opened last: should a step panic, it stops it if
 	// no phase did.
 	opened *openWatch
+	// versions is c's, if it tells its stored versions: see inOrder.
+	versions StoredVersions
 }
 
 // fallback is Auto's memory of streaming that failed: restarts list until

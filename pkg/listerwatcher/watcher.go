@@ -90,6 +90,7 @@ func (w *Watcher) Run(ctx context.Context, c Consumer) error {
 		canStream: !w.streamingUnsupported &&
 			(w.strategy == StreamingList || clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient)),
 	}
+	m.versions, _ = c.(StoredVersions)
 	if w.name != "" {
 		m.logger = m.logger.WithValues("listerwatcher", w.name)
 	}

@@ -121,7 +121,7 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string, replaying
 			out := Event{Type: typ, ResourceVersion: md.GetResourceVersion()}
 			if replaying {
 				out.ResourceVersion = ""
-			} else if err := inOrder(out, rv); err != nil {
+			} else if err := m.inOrder(out, ev.Object, rv); err != nil {
 				return rv, OpStream, err
 			}
 			if typ != Bookmark {
@@ -214,13 +214,22 @@ func objectName(obj runtime.Object) string {
 	return " " + md.GetNamespace() + "/" + md.GetName()
 }
 
-// inOrder checks a live event's resourceVersion against rv, the newest the
-// consumer has: a bookmark needs one, and the stream must not go back in
-// time (a change must be newer than rv, a bookmark not older). Opaque
-// resourceVersions are not compared.
-func inOrder(ev Event, rv string) error {
+// inOrder checks a live event's resourceVersion: a bookmark needs one, and
+// the stream must not go back in time. A bookmark must not be older than rv,
+// the newest the consumer has. A change of obj must be newer than rv or,
+// if the consumer tells its stored versions, not older than the object it
+// holds under obj's key (an object it does not hold is no older than
+// anything). Opaque resourceVersions are not compared.
+func (m *machine) inOrder(ev Event, obj runtime.Object, rv string) error {
 	if ev.Type == Bookmark && ev.ResourceVersion == "" {
 		return ErrBookmarkWithoutResourceVersion
+	}
+	if ev.Type != Bookmark && m.versions != nil {
+		stored, held := m.versions.StoredResourceVersion(obj)
+		if c, ok := compareResourceVersions(ev.ResourceVersion, stored); held && ok && c < 0 {
+			return fmt.Errorf("%w: %v at resourceVersion %s, the stored object is at %s", ErrStaleEvent, ev.Type, ev.ResourceVersion, stored)
+		}
+		return nil
 	}
 	c, ok := compareResourceVersions(ev.ResourceVersion, rv)
 	if ok && (c < 0 || c == 0 && ev.Type != Bookmark) {
