@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
@@ -196,5 +197,26 @@ func TestPaginatedRelistsListWhateverTheStrategy(t *testing.T) {
 	h.backoff(testBackoff.Initial)
 	if startEv, _, _ := h.restart(); startEv.Strategy != StreamingList {
 		t.Errorf("restart after a 410: %+v, want a streamed one", startEv)
+	}
+}
+
+// A Relist already pending when a streaming restart is about to open its
+// stream becomes that restart, as it does before a LIST: no stream is
+// opened only to be cut at once.
+func TestRelistBeforeAStreamOpensOpensNone(t *testing.T) {
+	srv := newServer(t, 3)
+	w, err := New(srv.ListerWatcher(), WithStrategy(StreamingList))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &machine{Watcher: w, c: ConsumerFunc(func(context.Context, Event) error { return nil }),
+		logger: klog.Background(), backoff: newBackoff(w.backoff, w.clock), sizer: newPageSizer(w.pageSize, w.fixedPageSize), canStream: true}
+	w.Relist()
+	next := m.stream(context.Background(), streaming{attempt{reason: Initial}})
+	if p, ok := next.(streaming); !ok || p.reason != Requested {
+		t.Errorf("next phase %#v, want a streaming restart for the Relist", next)
+	}
+	if reqs := srv.Requests(); len(reqs) != 0 {
+		t.Errorf("sent %v, want nothing before the requested restart", reqs)
 	}
 }

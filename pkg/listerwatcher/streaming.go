@@ -14,6 +14,9 @@ import (
 // sendInitialEvents=true, in batches of streamingBatch, and watches on the
 // same stream once its end bookmark arrived.
 func (m *machine) stream(ctx context.Context, p streaming) phase {
+	if m.relistRequested() { // as list does: no stream opened for nothing
+		return m.requested(p)
+	}
 	opts := metav1.ListOptions{
 		ResourceVersion:      p.from,
 		SendInitialEvents:    ptr.To(true),
