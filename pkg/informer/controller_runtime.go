@@ -65,8 +65,10 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 				return nil, fmt.Errorf("registering leaninformer metrics with controller-runtime: %w", err)
 			}
 		}
-		opts = c.cacheOptions(opts)
 		if opts.NewInformer == nil {
+			// Only where the informers are ours: a NewInformer of the
+			// caller's keeps controller-runtime's DeepCopy on reads.
+			opts = c.cacheOptions(opts)
 			opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 				// controller-runtime knows the kinds of its scheme, CRDs
 				// included; label the metrics with it.
@@ -89,7 +91,7 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 
 // cacheOptions returns the cache options for informers of c: with the
 // encoded store, controller-runtime's DeepCopy on reads is off unless opts
-// set it. Every read of an encoded store is a fresh decode that the caller
+// set it (NewCacheWith asks only when it builds the informers itself). Every read of an encoded store is a fresh decode that the caller
 // owns, so the DeepCopy would be a second copy for nothing; ByObject entries
 // that set UnsafeDisableDeepCopy keep their setting.
 func (c *config) cacheOptions(opts crcache.Options) crcache.Options {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -95,6 +96,7 @@ var _ = Describe("controller-runtime managers against a real API server", func()
 		crEntries("ReaderFailOnMissingInformer", crReaderFailOnMissingInformer),
 		crEntries("source.Kind handlers and their HasSynced", crSourceKind),
 		crEntries("a caller writing into what it read leaves the cache as it was", crMutateWhatWasRead),
+		crEntries("a NewInformer of the caller's: it is used, and reads are still copies", crCallersNewInformer),
 	)
 })
 
@@ -788,6 +790,32 @@ func crMutateWhatWasRead(ctx context.Context, c crCache) {
 		Expect(stats.Encoded).To(BeNumerically(">=", len(names)))
 		Expect(stats.Unencoded).To(BeZero())
 	}
+}
+
+// crCallersNewInformer: NewCache(With) keeps a NewInformer the caller set.
+// With the encoded store, it turned controller-runtime's DeepCopy off all
+// the same, so that a caller writing into what it read wrote into the
+// caller's informer's store.
+func crCallersNewInformer(ctx context.Context, c crCache) {
+	ns := createNamespace(ctx, "cr-newinformer")
+	crCreateSecrets(ctx, ns, nil, "s")
+	mgr := crNewManager(cfg, c, ctrl.Options{Cache: cache.Options{
+		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		},
+	}})
+	crStartSynced(ctx, mgr)
+	inf := crInformer(ctx, mgr.GetCache(), &corev1.Secret{})
+	Expect(crInformerTypes(inf)).NotTo(ContainElement(reflect.TypeFor[*informer.SharedIndexInformer]()), "the caller's informer is client-go's")
+
+	cl := mgr.GetClient()
+	key := types.NamespacedName{Namespace: ns, Name: "s"}
+	var first corev1.Secret
+	Eventually(func() error { return cl.Get(ctx, key, &first) }).WithTimeout(crTimeout).Should(Succeed())
+	first.Data["name"] = []byte("changed by the caller")
+	var again corev1.Secret
+	Expect(cl.Get(ctx, key, &again)).To(Succeed())
+	Expect(again.Data).To(HaveKeyWithValue("name", []byte("s")))
 }
 
 func crNewManager(restCfg *rest.Config, c crCache, opts ctrl.Options) manager.Manager {
