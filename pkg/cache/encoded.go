@@ -362,9 +362,20 @@ func (c *Indexer) readable(stored any) (any, error) {
 		return c.Decode(stored)
 	}
 	if o, ok := stored.(runtime.Object); ok {
+		if rc, ok := c.codec.(RefusedCopier); ok {
+			return rc.CopyRefused(o), nil
+		}
 		return o.DeepCopyObject(), nil
 	}
 	return stored, nil
+}
+
+// RefusedCopier is a Codec that also makes what a read hands out for an
+// object it refused to encode: the store keeps such an object as it is and
+// reads hand out CopyRefused's copy of it instead of a DeepCopy, so that a
+// codec that finishes its decodes (sets a kind, say) can finish these too.
+type RefusedCopier interface {
+	CopyRefused(obj runtime.Object) runtime.Object
 }
 
 // encode returns what the store keeps for obj: an entry with its encoding,

@@ -70,7 +70,10 @@ type kindSetter struct {
 	gvk schema.GroupVersionKind
 }
 
-var _ cache.LabelReader = kindSetter{}
+var (
+	_ cache.LabelReader   = kindSetter{}
+	_ cache.RefusedCopier = kindSetter{}
+)
 
 func (k kindSetter) Decode(data []byte) (any, error) {
 	obj, err := k.Codec.Decode(data)
@@ -87,6 +90,14 @@ func (k kindSetter) MatchLabels(sel labels.Selector) func(data []byte) (bool, an
 		k.setKind(obj)
 		return matches, obj, err
 	}
+}
+
+// CopyRefused gives the copies reads hand out of objects the codec refused
+// (typed custom resources: they have no protobuf) the kind too.
+func (k kindSetter) CopyRefused(obj runtime.Object) runtime.Object {
+	cp := obj.DeepCopyObject()
+	k.setKind(cp)
+	return cp
 }
 
 func (k kindSetter) setKind(obj any) {

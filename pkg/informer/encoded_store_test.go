@@ -9,6 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -195,5 +198,60 @@ func TestReadKindFillsAnEmptyTypeMeta(t *testing.T) {
 		if err != nil || got.(*corev1.Secret).TypeMeta != want {
 			t.Errorf("%s reads with TypeMeta %+v (%v), want %+v", name, got.(*corev1.Secret).TypeMeta, err, want)
 		}
+	}
+}
+
+// widget is a typed custom resource as kubebuilder writes them: no
+// protobuf, so the codec refuses it and the store keeps it decoded.
+type widget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+func (w *widget) DeepCopyObject() runtime.Object {
+	out := &widget{TypeMeta: w.TypeMeta}
+	w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return out
+}
+
+// Objects the codec refuses are read as copies: with NewCacheWith's read
+// kind, those copies need the kind as much as decodes do, since
+// controller-runtime, its DeepCopy off, sets none. It read them without.
+func TestReadKindFillsCopiesOfRefusedObjects(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	c, err := newConfig([]Option{WithEncodedStore(), withReadKind(gvk)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, c.indexerOptions()...)
+	w := &widget{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "w", Labels: map[string]string{"app": "a"}}}
+	if err := store.Add(w); err != nil {
+		t.Fatal(err)
+	}
+	if stats := store.CodecStats(); stats.Unencoded == 0 {
+		t.Fatalf("CodecStats %+v: the widget was not refused, the test tests nothing", stats)
+	}
+	got, _, err := store.GetByKey("n/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byIndex, err := store.ByIndex(toolscache.NamespaceIndex, "n")
+	if err != nil || len(byIndex) != 1 {
+		t.Fatalf("ByIndex: %v, %v", byIndex, err)
+	}
+	byLabels, err := store.ListByLabels(cache.LabelQuery{Selector: labels.SelectorFromSet(labels.Set{"app": "a"})})
+	if err != nil || len(byLabels) != 1 {
+		t.Fatalf("ListByLabels: %v, %v", byLabels, err)
+	}
+	for what, o := range map[string]any{"GetByKey": got, "List": store.List()[0], "ByIndex": byIndex[0], "ListByLabels": byLabels[0]} {
+		if k := o.(*widget).GroupVersionKind(); k != gvk {
+			t.Errorf("%s reads with kind %v, want %v", what, k, gvk)
+		}
+		if o == any(w) {
+			t.Errorf("%s handed out the stored object, not a copy", what)
+		}
+	}
+	if !w.GroupVersionKind().Empty() {
+		t.Error("setting the kind on a copy changed the stored object")
 	}
 }
