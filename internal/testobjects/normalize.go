@@ -11,8 +11,12 @@ import (
 // gives, which cannot tell some representations apart:
 //   - an empty slice or map is nil (protobuf cannot tell it from an
 //     absent one), except
-//   - a []byte value of a map (ConfigMap.BinaryData, Secret.Data) is never
-//     nil: a nil one decodes as empty;
+//   - a []byte field keeps nil and empty apart (the generated code writes
+//     an empty one and decodes it as empty), and a []byte value of a map
+//     (ConfigMap.BinaryData, Secret.Data) is never nil: a nil one decodes
+//     as empty;
+//   - a resource.Quantity is in canonical form (see package codec's
+//     README): compare quantities with Cmp where that matters;
 //   - a metav1.Time keeps whole seconds and, like a metav1.MicroTime, is in
 //     the local time zone (as decoding JSON gives them too).
 //
@@ -34,6 +38,9 @@ func ProtobufForm(v reflect.Value) {
 			}
 		}
 	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return // bytes: kept as they are
+		}
 		if v.Len() == 0 {
 			if !v.IsNil() && v.CanSet() {
 				v.Set(reflect.Zero(v.Type()))

@@ -54,7 +54,9 @@ type body struct {
 
 // Encode returns obj's encoding. It refuses, with an error wrapping
 // ErrUnsupported, objects it cannot encode faithfully: anything but pointers
-// to generated protobuf types and unstructured objects, unstructured
+// to generated protobuf types and unstructured objects, typed objects
+// holding a runtime.RawExtension whose content is in Object only (protobuf
+// writes Raw; the API server always sends Raw), unstructured
 // content holding values that JSON cannot represent (Go ints, NaN, invalid
 // UTF-8, ...), and a kind beyond the first MaxKinds distinct ones.
 func (c *Codec) Encode(obj any) ([]byte, error) {
@@ -117,10 +119,11 @@ func compress(b body, coder *dictCoder) ([]byte, error) {
 // to tell two representations apart, as for a client that reads the object
 // from the API server in that encoding:
 //   - typed objects (protobuf): an empty slice or map decodes as nil,
-//     except a []byte value of a map (ConfigMap.BinaryData, Secret.Data),
-//     which decodes as an empty slice even if it was nil; a metav1.Time
-//     keeps whole seconds and, like a metav1.MicroTime, is in the local time
-//     zone (as when decoded from JSON);
+//     except []byte: a field keeps nil and empty apart, and a value of a
+//     map (ConfigMap.BinaryData, Secret.Data) decodes as an empty slice even
+//     if it was nil; a metav1.Time keeps whole seconds and, like a
+//     metav1.MicroTime, is in the local time zone (as when decoded from
+//     JSON); a resource.Quantity is in canonical form (equal by Cmp);
 //   - unstructured objects (CBOR) decode exactly: the same maps, slices,
 //     strings, int64s, float64s, bools and nils.
 //
