@@ -10,6 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 	"github.com/leaninformer/leaninformer/pkg/shard"
 )
 
@@ -146,7 +147,9 @@ type shardState struct {
 // newShardState wraps lw so that it lists and watches member's range.
 func newShardState(member *shard.Member, lw toolscache.ListerWatcher, m *metricsBridge, description string) *shardState {
 	st := &shardState{member: member, metrics: m, logger: klog.Background()}
-	st.lw = shard.NewListerWatcher(lw, member, func(f shard.Filtering, reason string) {
+	// Context-aware first: the shard's ListerWatcher calls lw with contexts,
+	// and a call that ignores its own must not hold up Run's return.
+	st.lw = shard.NewListerWatcher(listerwatcher.ContextAware(lw), member, func(f shard.Filtering, reason string) {
 		st.mu.Lock()
 		logger := st.logger
 		st.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -347,4 +348,41 @@ func countVerb(reqs []lwfake.Request, verb string) (n int) {
 		}
 	}
 	return n
+}
+
+// A sharded informer keeps RunWithContext's promise for ListerWatchers
+// whose calls ignore their context: the shard's ListerWatcher calls its
+// inner one with contexts, so a hung context-less LIST held Run up until it
+// returned.
+func TestShardedRunReturnsWhileAContextLessListHangs(t *testing.T) {
+	server := randomUIDServer(t, 5)
+	member := newShardGroup(t).member("a")
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	lw := &toolscache.ListWatch{
+		ListFunc: func(opts metav1.ListOptions) (kruntime.Object, error) { //nolint:staticcheck // SA1019: the context-less call is under test
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-release
+			return server.ListerWatcher().List(opts)
+		},
+		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) { //nolint:staticcheck // SA1019: the context-less call is under test
+			return server.ListerWatcher().Watch(opts)
+		},
+	}
+	inf := NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{},
+		WithShard(member), WithMetrics(nil), WithStrategy(ListWatch), WithBackoff(fastBackoff))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	defer func() { close(release); <-done }()
+	<-entered
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Error("RunWithContext did not return within 3 s of its context's end while a context-less LIST hung")
+	}
 }

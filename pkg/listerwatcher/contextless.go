@@ -36,6 +36,34 @@ func withContext(lw toolscache.ListerWatcher) listerWatcher {
 	return out
 }
 
+// ContextAware returns lw with calls that end when their context does, as
+// the Watcher makes them (see withContext): a wrapper that calls lw with
+// contexts (a shard's ListerWatcher, say) must wrap this, or a call of lw
+// that ignores its context holds up whatever waits for the wrapper. It
+// answers IsWatchListSemanticsUnSupported as lw does.
+func ContextAware(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+	c := contextAware{listerWatcher: withContext(lw)}
+	if u, ok := lw.(interface{ IsWatchListSemanticsUnSupported() bool }); ok {
+		c.noStream = u.IsWatchListSemanticsUnSupported()
+	}
+	return c
+}
+
+type contextAware struct {
+	listerWatcher
+	noStream bool
+}
+
+func (c contextAware) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return c.ListWithContext(context.Background(), opts)
+}
+
+func (c contextAware) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return c.WatchWithContext(context.Background(), opts)
+}
+
+func (c contextAware) IsWatchListSemanticsUnSupported() bool { return c.noStream }
+
 // ignoresContext reports which of lw's calls ignore their context.
 func ignoresContext(lw toolscache.ListerWatcher) (list, watch bool) {
 	if l, ok := lw.(*toolscache.ListWatch); ok {
