@@ -51,7 +51,16 @@ type keyedQueue struct {
 	newest      map[string]*pendingChange // each key's last pending change
 	first, last *pendingChange
 	len         int
+	// peak is the most keys newest has held since it was made: a Go map
+	// keeps the room of its largest size, so the queue drops one that
+	// grew past shrinkAbove once it is empty (after an initial list or a
+	// relist, every stored key was in it), as the plain listener's ring
+	// shrinks once drained.
+	peak int
 }
+
+// shrinkAbove is the size past which an emptied queue makes a new map.
+const shrinkAbove = 256
 
 func newKeyedQueue() *keyedQueue {
 	return &keyedQueue{newest: map[string]*pendingChange{}}
@@ -95,6 +104,7 @@ func (q *keyedQueue) fold(key string, kind changeKind, old, obj any, isInInitial
 
 func (q *keyedQueue) push(c *pendingChange) {
 	q.newest[c.key] = c
+	q.peak = max(q.peak, len(q.newest))
 	c.prev = q.last
 	if q.last != nil {
 		q.last.next = c
@@ -127,6 +137,9 @@ func (q *keyedQueue) remove(c *pendingChange) {
 		delete(q.newest, c.key)
 	}
 	q.len--
+	if q.len == 0 && q.peak > shrinkAbove {
+		q.newest, q.peak = map[string]*pendingChange{}, 0
+	}
 }
 
 // pop removes and returns the oldest pending change.
