@@ -210,7 +210,7 @@ type widget struct {
 
 func (w *widget) DeepCopyObject() runtime.Object {
 	out := &widget{TypeMeta: w.TypeMeta}
-	w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	w.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
 

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -799,11 +798,7 @@ func crMutateWhatWasRead(ctx context.Context, c crCache) {
 func crCallersNewInformer(ctx context.Context, c crCache) {
 	ns := createNamespace(ctx, "cr-newinformer")
 	crCreateSecrets(ctx, ns, nil, "s")
-	mgr := crNewManager(cfg, c, ctrl.Options{Cache: cache.Options{
-		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
-		},
-	}})
+	mgr := crNewManager(cfg, c, ctrl.Options{Cache: cache.Options{NewInformer: toolscache.NewSharedIndexInformer}})
 	crStartSynced(ctx, mgr)
 	inf := crInformer(ctx, mgr.GetCache(), &corev1.Secret{})
 	Expect(crInformerTypes(inf)).NotTo(ContainElement(reflect.TypeFor[*informer.SharedIndexInformer]()), "the caller's informer is client-go's")
