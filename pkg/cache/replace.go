@@ -181,8 +181,10 @@ func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (sto
 			}
 			stored = own
 		}
-		if done, err := c.bufferAdded(buf, key, final, stored, reused); done {
-			return stored, reused, err
+		if done, err := c.bufferAdded(buf, key, final, stored, reused); err != nil {
+			return nil, false, err
+		} else if done {
+			return stored, reused, nil
 		}
 		// A live write replaced the object found unchanged: look again.
 	}
@@ -231,7 +233,11 @@ func (c *Indexer) isLive(key string, stored any) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	live, ok := c.live.items[key]
-	return ok && (samePointer(live, stored) || reflect.TypeOf(live).Kind() != reflect.Pointer)
+	if !ok {
+		return false
+	}
+	t := reflect.TypeOf(live)
+	return samePointer(live, stored) || t != nil && t.Kind() != reflect.Pointer
 }
 
 // checkIndexable runs indexers on a plain object, panicking as a put would

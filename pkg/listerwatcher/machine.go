@@ -152,7 +152,6 @@ func (m *machine) after(ph phase, d Decision) phase {
 		return m.listing(a)
 	}
 	return m.restart(a) // RelistFromLast
-
 }
 
 // report hands f to the error handler. Without one it logs f the way
