@@ -109,6 +109,13 @@ func (e *encoded) sameVersion(uid, rv string) bool {
 	return ok && v == e.rv
 }
 
+// compactRV reports whether the entry keeps its object's resourceVersion as
+// the number rv (zero: empty).
+func (e *encoded) compactRV() bool {
+	x := e.extra.Load()
+	return x == nil || !x.noMeta && x.compactRV
+}
+
 // resourceVersion returns the entry's resourceVersion; ok is false if its
 // object has no metadata.
 func (e *encoded) resourceVersion() (rv string, ok bool) {

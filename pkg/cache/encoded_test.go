@@ -503,3 +503,42 @@ func TestResourceVersionOfObjects(t *testing.T) {
 		t.Error("an entry without metadata has a resourceVersion")
 	}
 }
+
+// OlderThanStored compares a change's resourceVersion with the stored
+// object's without decoding it, plain or encoded, the version kept as a
+// number or (not decimal in canonical form) as a string.
+func TestOlderThanStored(t *testing.T) {
+	for _, withCodec := range []bool{false, true} {
+		t.Run(fmt.Sprint("codec=", withCodec), func(t *testing.T) {
+			var opts []Option
+			if withCodec {
+				opts = append(opts, WithCodec(codec.New()))
+			}
+			c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil, opts...)
+			for name, rv := range map[string]string{"compact": "50", "padded": "050", "opaque": "abc", "empty": ""} {
+				if err := c.Add(obj("a", name, canonicalUID(0), rv, nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, tc := range []struct {
+				name, rv, stored string
+				older            bool
+			}{
+				{"compact", "49", "50", true},
+				{"compact", "50", "", false},
+				{"compact", "51", "", false},
+				{"padded", "49", "050", true}, // 50, kept as the string it was
+				{"padded", "50", "", false},
+				{"opaque", "1", "", false},
+				{"empty", "1", "", false},
+				{"absent", "1", "", false},
+				{"compact", "x", "", false},
+			} {
+				stored, older := c.OlderThanStored(obj("a", tc.name, "", tc.rv, nil), tc.rv)
+				if stored != tc.stored || older != tc.older {
+					t.Errorf("%s at %q: (%q, %v), want (%q, %v)", tc.name, tc.rv, stored, older, tc.stored, tc.older)
+				}
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -191,21 +192,45 @@ func (c *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 	return item, true, nil
 }
 
-// StoredResourceVersion returns the resourceVersion of the object stored
-// under obj's key, without decoding it; ok is false if there is none, it
-// has no metadata, or obj has no key.
-func (c *Indexer) StoredResourceVersion(obj any) (rv string, ok bool) {
+// OlderThanStored reports whether rv, the resourceVersion of a change of
+// obj, is older than the object stored under obj's key, and returns that
+// object's resourceVersion if so. It decodes nothing. Only decimal
+// resourceVersions (etcd's) compare: with any other, no stored object, or
+// obj without a key, nothing is older.
+func (c *Indexer) OlderThanStored(obj any, rv string) (stored string, older bool) {
+	v, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return "", false
+	}
 	key, err := c.key(obj)
 	if err != nil {
 		return "", false
 	}
 	c.mu.RLock()
-	stored, exists := c.live.items[key]
+	item, exists := c.live.items[key]
 	c.mu.RUnlock()
 	if !exists {
 		return "", false
 	}
-	return ResourceVersionOf(stored)
+	var w uint64
+	if e, isEncoded := item.(*encoded); isEncoded && e.compactRV() {
+		w = e.rv // compared as the number it is kept as: a string only if older
+	} else {
+		var ok bool
+		if stored, ok = ResourceVersionOf(item); !ok {
+			return "", false
+		}
+		if w, err = strconv.ParseUint(stored, 10, 64); err != nil {
+			return "", false
+		}
+	}
+	if w <= v {
+		return "", false
+	}
+	if stored == "" {
+		stored = strconv.FormatUint(w, 10)
+	}
+	return stored, true
 }
 
 // List returns every object of the live generation, in no particular order.

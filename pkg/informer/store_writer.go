@@ -60,12 +60,12 @@ var (
 	_ listerwatcher.StoredVersions = (*storeWriter)(nil)
 )
 
-// StoredResourceVersion implements listerwatcher.StoredVersions: the
-// watcher then finds a change stale only if it is older than the object
-// stored under its key, which client-go's fake clientset (one
-// resourceVersion per object, kept through updates) never sends.
-func (w *storeWriter) StoredResourceVersion(obj runtime.Object) (string, bool) {
-	return w.indexer.StoredResourceVersion(obj)
+// OlderThanStored implements listerwatcher.StoredVersions: the watcher
+// then finds a change stale only if it is older than the object stored
+// under its key, which client-go's fake clientset (one resourceVersion per
+// object, kept through updates) never sends.
+func (w *storeWriter) OlderThanStored(obj runtime.Object, rv string) (string, bool) {
+	return w.indexer.OlderThanStored(obj, rv)
 }
 
 // restartStats describes the restart in progress, for its metrics and its

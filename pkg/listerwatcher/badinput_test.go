@@ -160,11 +160,16 @@ func (c *versionedConsumer) Handle(_ context.Context, ev Event) error {
 	return nil
 }
 
-func (c *versionedConsumer) StoredResourceVersion(obj runtime.Object) (string, bool) {
+func (c *versionedConsumer) storedRV(obj runtime.Object) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rv, ok := c.stored[obj.(*corev1.ConfigMap).Name]
-	return rv, ok
+	return c.stored[obj.(*corev1.ConfigMap).Name]
+}
+
+func (c *versionedConsumer) OlderThanStored(obj runtime.Object, rv string) (string, bool) {
+	stored := c.storedRV(obj)
+	cmp, ok := compareResourceVersions(rv, stored)
+	return stored, ok && cmp < 0
 }
 
 // A consumer that tells its stored versions has changes judged against the
@@ -208,8 +213,7 @@ func TestStaleChangesAgainstStoredVersions(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 
-	first, _ := c.StoredResourceVersion(configMap(0))
-	second, _ := c.StoredResourceVersion(configMap(1))
+	first, second := c.storedRV(configMap(0)), c.storedRV(configMap(1))
 	if first >= second || second >= srv.ResourceVersion() {
 		t.Fatalf("cm-00000 at %s, cm-00001 at %s, the collection at %s: want them in that order", first, second, srv.ResourceVersion())
 	}

@@ -137,16 +137,18 @@ type Consumer interface {
 }
 
 // StoredVersions is what a Consumer that keeps a store can also tell the
-// watcher: the resourceVersion of the object it holds under obj's key (ok
-// is false if none). With it, a live change is stale when it is older than
-// that object, instead of older than the collection: the API server's
+// watcher: whether rv, the resourceVersion of a change of obj, is older
+// than the object it holds under obj's key, and that object's
+// resourceVersion if so (only decimal resourceVersions compare). With it, a
+// live change is stale when it is older than that object, instead of older
+// than the collection: the API server's
 // resourceVersions are one order, but fakes need not be (client-go's fake
 // clientset keeps the resourceVersion each object was created with, through
 // its updates), and only the per-object comparison accepts them, as
 // client-go's informer, which compares nothing, does. It is called on the
 // watcher's goroutine, between Handle calls.
 type StoredVersions interface {
-	StoredResourceVersion(obj runtime.Object) (rv string, ok bool)
+	OlderThanStored(obj runtime.Object, rv string) (stored string, older bool)
 }
 
 // ConsumerFunc is a function that is a Consumer.

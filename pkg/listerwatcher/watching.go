@@ -225,8 +225,7 @@ func (m *machine) inOrder(ev Event, obj runtime.Object, rv string) error {
 		return ErrBookmarkWithoutResourceVersion
 	}
 	if ev.Type != Bookmark && m.versions != nil {
-		stored, held := m.versions.StoredResourceVersion(obj)
-		if c, ok := compareResourceVersions(ev.ResourceVersion, stored); held && ok && c < 0 {
+		if stored, older := m.versions.OlderThanStored(obj, ev.ResourceVersion); older {
 			return fmt.Errorf("%w: %v at resourceVersion %s, the stored object is at %s", ErrStaleEvent, ev.Type, ev.ResourceVersion, stored)
 		}
 		return nil
