@@ -335,19 +335,22 @@ func (c *Indexer) Decode(stored any) (any, error) {
 }
 
 // ListStored returns every value of the live generation as the store
-// holds it, in no particular order: with a codec, encoded entries that
-// Decode turns into objects. An informer queues such a snapshot for a late
-// handler's initial list or a resync and decodes each object as it delivers
-// it, rather than holding a decoded copy of the store in a queue. Without a
-// codec it is List.
-func (c *Indexer) ListStored() []any {
+// holds it, and the key of each (keys[i] is stored[i]'s), in no particular
+// order: with a codec, encoded entries that Decode turns into objects. An
+// informer queues such a snapshot for a late handler's initial list or a
+// resync and decodes each object as it delivers it, rather than holding a
+// decoded copy of the store in a queue; the keys let a queue that folds by
+// key do so without decoding. Without a codec the values are List's.
+func (c *Indexer) ListStored() (keys []string, stored []any) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	list := make([]any, 0, len(c.live.items))
-	for _, stored := range c.live.items {
-		list = append(list, stored)
+	keys = make([]string, 0, len(c.live.items))
+	stored = make([]any, 0, len(c.live.items))
+	for key, v := range c.live.items {
+		keys = append(keys, key)
+		stored = append(stored, v)
 	}
-	return list
+	return keys, stored
 }
 
 // IsEncoded reports whether a value handed out by Upsert, Remove or a Diff

@@ -399,15 +399,23 @@ func TestEncodedWritesNeverDecode(t *testing.T) {
 	if n, want := cc.encodes.Load(), int64(50+50+40-8); n != want {
 		t.Fatalf("%d encodes, want %d (one per object written and not reused)", n, want)
 	}
-	stored := s.ListStored()
-	if n := cc.decodes.Load(); n != 0 || len(stored) != len(s.ListKeys()) {
-		t.Fatalf("ListStored returned %d values and decoded %d times; want %d, none", len(stored), n, len(s.ListKeys()))
+	keys, stored := s.ListStored()
+	if n := cc.decodes.Load(); n != 0 || len(stored) != len(s.ListKeys()) || len(keys) != len(stored) {
+		t.Fatalf("ListStored returned %d keys, %d values and decoded %d times; want %d, none", len(keys), len(stored), n, len(s.ListKeys()))
 	}
-	for _, v := range stored {
+	for i, v := range stored {
 		if !IsEncoded(v) {
 			t.Fatalf("ListStored returned %T, want encoded entries", v)
 		}
+		obj, err := s.Decode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key, _ := toolscache.MetaNamespaceKeyFunc(obj); key != keys[i] {
+			t.Fatalf("ListStored paired %q with the object of key %q", keys[i], key)
+		}
 	}
+	cc.decodes.Store(0)
 	if got := len(s.List()); cc.decodes.Load() != int64(got) {
 		t.Fatalf("List of %d objects decoded %d times", got, cc.decodes.Load())
 	}

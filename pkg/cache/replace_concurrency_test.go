@@ -90,7 +90,7 @@ func TestAddIndexersBesideReuseCheck(t *testing.T) {
 // while AddIndexers may be adding an index.
 func TestAddIndexersBesideResourceVersionOf(t *testing.T) {
 	c := encodedStore(t, 200)
-	stored := c.ListStored()
+	_, stored := c.ListStored()
 	errs := make(chan error, 1)
 	go func() {
 		defer close(errs)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -383,5 +384,47 @@ func TestCoalescingLateHandler(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A coalescing handler's queue folds an encoded store's snapshot (a late
+// handler's initial list, a resync) by the keys the store gives with it:
+// registration, which holds the informer's changeMu, decodes nothing; each
+// object is decoded once, as it is delivered.
+func TestCoalescingSnapshotFoldsWithoutDecoding(t *testing.T) {
+	const n = 200
+	s := newServer(t, n)
+	inf := newInformer(s, 0, WithEncodedStore())
+	run(t, inf)
+	waitSynced(t, inf)
+	var decodes atomic.Int64
+	countingDecode := func(stored any) (any, error) {
+		decodes.Add(1)
+		return inf.indexer.Decode(stored)
+	}
+	rec := newRecorder()
+	l := newListener(klog.Background(), inf.cfg.clock, rec, true, inf.HasSyncedChecker(), inf.metrics, countingDecode)
+	keys, stored := inf.indexer.ListStored()
+	l.add(notification{kind: notifyObjects, keys: keys, objects: stored, isInInitialList: true, countsForSync: true})
+	if got := decodes.Load(); got != 0 {
+		t.Fatalf("folding a snapshot of %d encoded entries decoded %d of them", n, got)
+	}
+	if got := queuedChanges(l); got != n {
+		t.Fatalf("%d changes queued, want one per stored object (%d)", got, n)
+	}
+	go l.watchSynced()
+	go l.run()
+	t.Cleanup(func() { l.stop(); <-l.ShutdownChan() })
+	eventually(t, "every object delivered", func() bool { return rec.len() == n })
+	if got := decodes.Load(); got != n {
+		t.Errorf("delivering %d objects decoded %d times, want one each", n, got)
+	}
+	for _, c := range rec.snapshot() {
+		if c.op != "add" || c.key != objKey(c.obj) {
+			t.Errorf("%s under key %s of object %s, want adds under each object's own key", c.op, c.key, objKey(c.obj))
+		}
+	}
+	if !equalStates(serverState(t, s), rec.stateCopy()) {
+		t.Error("the handler's state is not the server's")
 	}
 }

@@ -64,8 +64,8 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(handler toolscache.Reso
 	defer s.changeMu.Unlock()
 	started := s.processor.addListener(l, resyncPeriod, period)
 	// Stored values: an encoded store's are decoded as they are delivered.
-	if objs := s.indexer.ListStored(); len(objs) > 0 {
-		l.add(notification{kind: notifyObjects, objects: objs, isInInitialList: true, countsForSync: true})
+	if keys, objs := s.indexer.ListStored(); len(objs) > 0 {
+		l.add(notification{kind: notifyObjects, keys: keys, objects: objs, isInInitialList: true, countsForSync: true})
 	}
 	if started {
 		s.processor.startWatchSynced(l)
@@ -131,8 +131,8 @@ func (s *SharedIndexInformer) resyncLoop(logger klog.Logger, period time.Duratio
 		}
 		logger.V(4).Info("Forcing resync", "type", s.objectDescription)
 		s.changeMu.Lock()
-		objs := s.indexer.ListStored() // decoded as they are delivered
-		s.processor.distribute(notification{kind: notifyObjects, objects: objs}, true)
+		keys, objs := s.indexer.ListStored() // decoded as they are delivered
+		s.processor.distribute(notification{kind: notifyObjects, keys: keys, objects: objs}, true)
 		s.changeMu.Unlock()
 	}
 }

@@ -38,33 +38,19 @@ func (l *listener) foldLocked(n notification) {
 			// handlers due for resync.
 		}
 	case notifyObjects:
-		for _, stored := range n.objects {
-			key, ok := l.storedKey(stored)
-			switch {
-			case !ok:
-			case n.isInInitialList:
-				l.foldOne(key, changeAdd, nil, stored, true)
-			default:
-				l.foldOne(key, changeUpdate, stored, stored, false)
+		// Folded by the store's keys: an encoded entry is not decoded
+		// here, under the informer's changeMu, only as it is delivered.
+		for i, stored := range n.objects {
+			if n.isInInitialList {
+				l.foldOne(n.keys[i], changeAdd, nil, stored, true)
+			} else {
+				l.foldOne(n.keys[i], changeUpdate, stored, stored, false)
 			}
 		}
 	}
 	if n.countsForSync {
 		l.syncTracker.Finished()
 	}
-}
-
-// storedKey is the key of a snapshot's value: an encoded entry does not
-// carry it, so it is decoded to read it (the queue keeps the entry).
-func (l *listener) storedKey(stored any) (string, bool) {
-	if !cache.IsEncoded(stored) {
-		return coalesceKey(stored), true
-	}
-	obj, ok := l.decode.decodeForHandler(stored, "a stored object")
-	if !ok {
-		return "", false
-	}
-	return coalesceKey(obj), true
 }
 
 // foldOne folds one change of key into the keyed queue.

@@ -45,8 +45,10 @@ type notification struct {
 	// handler's HasSynced waits for.
 	countsForSync bool
 	diff          *cache.Diff
-	objects       []any
-	change        *pendingChange
+	// objects are a notifyObjects' stored values, keys their store keys.
+	objects []any
+	keys    []string
+	change  *pendingChange
 }
 
 // calls is the number of handler calls n stands for, at most.
