@@ -34,7 +34,11 @@ import (
 // codec refuses are kept decoded and counted (the store's CodecStats).
 //
 // With NewCacheWith, it also makes controller-runtime skip its DeepCopy on
-// reads (DefaultUnsafeDisableDeepCopy), unless the cache options set it.
+// reads (DefaultUnsafeDisableDeepCopy), unless the cache options set it,
+// and every typed object that reads and handlers get (a live delete's
+// too) carries its kind, which controller-runtime's reader would otherwise
+// set on its copies; a client-go informer's handlers get typed objects
+// without it.
 func WithEncodedStore(opts ...codec.Option) Option {
 	return func(c *config) {
 		c.encoded = true
@@ -98,6 +102,16 @@ func (k kindSetter) CopyRefused(obj runtime.Object) runtime.Object {
 	cp := obj.DeepCopyObject()
 	k.setKind(cp)
 	return cp
+}
+
+// readKindSetter returns what sets the read kind on an object that reaches
+// handlers without passing through the store (a live delete's), or nil
+// without an encoded store or a read kind.
+func (c *config) readKindSetter() func(obj any) {
+	if !c.encoded || c.readKind == nil {
+		return nil
+	}
+	return kindSetter{gvk: *c.readKind}.setKind
 }
 
 func (k kindSetter) setKind(obj any) {

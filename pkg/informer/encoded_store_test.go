@@ -255,3 +255,47 @@ func TestReadKindFillsCopiesOfRefusedObjects(t *testing.T) {
 		t.Error("setting the kind on a copy changed the stored object")
 	}
 }
+
+// Under NewCacheWith, an encoded store decodes its objects with their kind
+// (withReadKind), so its handlers get them with TypeMeta set, the initial
+// list's and live changes' alike, where client-go's typed objects come
+// without: a deliberate difference (docs/compatibility.md). Without the read
+// kind, handlers get what client-go's do.
+func TestReadKindReachesHandlers(t *testing.T) {
+	cmKind := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"NewCacheWith's read kind", []Option{WithEncodedStore(), withReadKind(cmKind)}, "ConfigMap"},
+		{"no read kind", []Option{WithEncodedStore()}, ""},
+		{"plain store", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, 3)
+			inf := newInformer(s, 0, tc.opts...)
+			rec := newRecorder()
+			if _, err := inf.AddEventHandler(rec); err != nil {
+				t.Fatal(err)
+			}
+			run(t, inf)
+			waitSynced(t, inf)
+			eventually(t, "the initial adds", func() bool { return rec.len() == 3 })
+			mustUpdate(t, s, configMap("cm-0001", "i", "changed"))
+			mustCreate(t, s, configMap("cm-new"))
+			mustDelete(t, s, "cm-0002")
+			eventually(t, "the live changes", func() bool { return rec.len() == 6 })
+			for _, c := range rec.snapshot() {
+				for what, o := range map[string]any{"object": c.obj, "old object": c.old} {
+					if o == nil {
+						continue
+					}
+					if k := o.(*corev1.ConfigMap).Kind; k != tc.want {
+						t.Errorf("%s %s: the %s has kind %q, want %q", c.op, c.key, what, k, tc.want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -28,6 +28,9 @@ type storeWriter struct {
 	mutations toolscache.MutationDetector
 	// encoded: the indexer keeps objects encoded (WithEncodedStore).
 	encoded bool
+	// setReadKind gives a live delete's object the kind an encoded
+	// store's reads carry under NewCacheWith (nil: no such kind).
+	setReadKind func(obj any)
 	// transform is applied to every object before it is stored (the user's,
 	// then interning); nil for none. It never returns nil without an error.
 	transform toolscache.TransformFunc
@@ -90,6 +93,7 @@ func (s *SharedIndexInformer) newStoreWriter(logger klog.Logger, transform tools
 		metrics:       s.metrics,
 		mutations:     s.mutationDetector,
 		encoded:       s.cfg.encoded,
+		setReadKind:   s.cfg.readKindSetter(),
 		transform:     storeTransform,
 		changeMu:      &s.changeMu,
 		commit:        s.commit,
@@ -291,6 +295,11 @@ func (w *storeWriter) remove(ctx context.Context, obj runtime.Object) {
 	}
 	if existed {
 		w.metrics.storeChanged(-1)
+	}
+	if w.setReadKind != nil {
+		// The watch's object, not one decoded from the store: without its
+		// kind, a delete would be the only notification that lacks it.
+		w.setReadKind(deleted)
 	}
 	// Like client-go, handlers hear of every delete event, stored or not.
 	w.processor.distribute(notification{kind: notifyDelete, oldObj: deleted}, false)
