@@ -26,11 +26,15 @@ lint:
 # envtest suites against a real API server, then every Go benchmark once with
 # -short (at most 1,000 objects: internal/benchsize) and without the race
 # detector (the tests ran with it), so that none breaks unnoticed; it prints
-# how long that last step took.
+# how long that last step took. pkg/intern's tests run once more without the
+# race detector, which turns off the runtime's tiny allocator, the case
+# TestTableForgetsShortValues is about.
 test: vet lint
 	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test $(GO_TEST_FLAGS) ./... && \
+	echo "pkg/intern's tests without the race detector, which turns the tiny allocator off:" && \
+	$(GO) test -count=1 ./pkg/intern/ && \
 	echo "every benchmark once, at a small N:" && \
 	time KUBEBUILDER_ASSETS="$$assets" $(GO) test -short -timeout 20m -run '^$$' -bench . -benchtime 1x ./...
 

@@ -3,7 +3,6 @@ package intern
 import (
 	"hash/maphash"
 	"maps"
-	"strings"
 	"sync"
 	"unsafe"
 	"weak"
@@ -120,12 +119,28 @@ func (t *Table) String(s string) string {
 		return s
 	}
 	delete(sh.seen, h)
-	c := strings.Clone(s)
+	c := canonicalCopy(s)
 	sh.entries[h] = entry{data: weakBytes(c), len: len(c)}
 	if len(sh.entries) >= sh.sweepAt {
 		sh.sweep()
 	}
 	return c
+}
+
+// smallestOwnBlock is the size from which the runtime gives a pointer-free
+// allocation a block of its own: smaller ones come from its tiny allocator,
+// several to a 16-byte block that stays while any of them is alive.
+const smallestOwnBlock = 16
+
+// canonicalCopy copies s into a block of its own, at least
+// smallestOwnBlock bytes. strings.Clone would put a short value (most
+// namespaces, label values, "true") into a tiny block beside other small
+// allocations: one of those alive keeps the block, so the entry's weak
+// pointer never clears and the table never forgets the value.
+func canonicalCopy(s string) string {
+	b := make([]byte, len(s), max(len(s), smallestOwnBlock))
+	copy(b, s)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // sweep drops the entries whose strings the garbage collector has freed and

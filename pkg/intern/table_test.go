@@ -157,3 +157,28 @@ func TestStringConcurrently(t *testing.T) {
 		t.Errorf("%d results do not share the canonical instance, want at most %d (first occurrences)", unshared, (admitAt-1)*len(values))
 	}
 }
+
+// TestTableForgetsShortValues is TestTableForgetsValuesNoOneUses for values
+// under 16 bytes, each canonical copy made beside a small allocation that
+// stays alive, as a decoded object's short strings would. Without the race
+// detector, which turns the runtime's tiny allocator off (make test runs this
+// test without it too), such copies shared a block with the live ones and
+// were never forgotten.
+func TestTableForgetsShortValues(t *testing.T) {
+	tab := NewTable()
+	const n = 2000
+	alive := make([]*[4]byte, 0, n)
+	for i := range n {
+		intern(tab, fmt.Sprintf("ns-%05d", i)) // 8 bytes
+		alive = append(alive, new([4]byte))
+	}
+	if got := tab.Len(); got != n {
+		t.Fatalf("table holds %d entries, want %d", got, n)
+	}
+	runtime.GC()
+	tab.Sweep()
+	if got := tab.Len(); got != 0 {
+		t.Errorf("after GC and Sweep the table holds %d of %d short values no object uses", got, n)
+	}
+	runtime.KeepAlive(alive)
+}
