@@ -16,7 +16,9 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,19 +115,50 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 }
 
 // Register registers every collector of the set on r. Registering the same
-// set again on the same registerer is not an error.
+// set again on the same registerer is not an error; registering a second set
+// (another New, or New where Default is registered) is, and the error names
+// the metrics r already has from another collector.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	var errs []error
+	var taken []string
 	for _, c := range m.Collectors() {
 		if err := r.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
-			if errors.As(err, &already) && already.ExistingCollector == c {
+			if errors.As(err, &already) {
+				if already.ExistingCollector != c {
+					taken = append(taken, metricName(c))
+				}
 				continue
 			}
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%s: %w", metricName(c), err))
 		}
 	}
+	if len(taken) > 0 {
+		errs = append([]error{fmt.Errorf("%d metrics are registered already, by collectors of another set (is another metrics set, or Default, registered on this registerer?): %s",
+			len(taken), strings.Join(taken, ", "))}, errs...)
+	}
 	return errors.Join(errs...)
+}
+
+// metricName is the name of the (first) metric c describes, for errors.
+func metricName(c prometheus.Collector) string {
+	descs := make(chan *prometheus.Desc, 1)
+	go func() {
+		c.Describe(descs)
+		close(descs)
+	}()
+	name := "a collector describing no metric"
+	first := true
+	for d := range descs {
+		if first {
+			// Desc has no accessor for its name; its String starts with it.
+			if _, err := fmt.Sscanf(d.String(), "Desc{fqName: %q", &name); err != nil {
+				name = d.String()
+			}
+			first = false
+		}
+	}
+	return name
 }
 
 // Informer returns the recorder of one informer of resource gvr. A nil

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +23,31 @@ func TestRegisterTwiceOnTheSameRegistry(t *testing.T) {
 	if err := m.Register(reg); err != nil {
 		t.Fatalf("registering the same set again: %v", err)
 	}
-	if err := New().Register(reg); err == nil {
+	err := New().Register(reg)
+	if err == nil {
 		t.Fatal("registering a second set with the same names: no error")
+	}
+	// One line that says what clashed, naming every metric.
+	msg := err.Error()
+	if n := len(m.Collectors()); strings.Count(msg, "\n") != 0 || !strings.Contains(msg, fmt.Sprintf("%d metrics are registered already", n)) {
+		t.Errorf("error does not say in one line that the %d metrics are taken: %q", n, msg)
+	}
+	for _, name := range []string{"leaninformer_list_requests_total", "leaninformer_handler_pending_notifications"} {
+		if !strings.Contains(msg, name) {
+			t.Errorf("error does not name %s: %q", name, msg)
+		}
+	}
+}
+
+// A collector of another kind under one of our names is a different error
+// from a second set, and is named too.
+func TestRegisterBesideAForeignCollector(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	foreign := prometheus.NewGauge(prometheus.GaugeOpts{Name: "leaninformer_list_requests_total", Help: "not ours"})
+	reg.MustRegister(foreign)
+	err := New().Register(reg)
+	if err == nil || !strings.Contains(err.Error(), "leaninformer_list_requests_total") {
+		t.Fatalf("Register beside a foreign collector of one of our names: %v", err)
 	}
 }
 
