@@ -323,7 +323,11 @@ func (c *core) next(now time.Time) request {
 // wakeAt is when the core next needs next() called if nothing is observed
 // before.
 func (c *core) wakeAt(now time.Time) time.Time {
-	at := c.own.lastSend.Add(c.cfg.renewInterval)
+	// The renewal is due renewInterval after the last request, but after a
+	// failure nothing is sent before retryAfter: waking for a renewal
+	// already due would find nothing to do, and the loop would spin for as
+	// long as the API server fails it.
+	at := latest(c.own.lastSend.Add(c.cfg.renewInterval), c.retryAfter)
 	consider := func(t time.Time) {
 		if t.After(now) && t.Before(at) {
 			at = t
@@ -346,6 +350,13 @@ func (c *core) wakeAt(now time.Time) time.Time {
 		return now
 	}
 	return at
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // failed paces the next request after a failed one.

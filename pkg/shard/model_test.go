@@ -326,7 +326,12 @@ func (w *world) runLoop(r *simReplica, now time.Time) {
 		r.core.observe(now, w.records(r.view))
 		req := r.core.next(now)
 		if req.kind == reqNone {
+			// The Member arms a timer for wakeAt: one that is not ahead
+			// of now, with nothing to send, would spin its loop.
 			r.wakeAt = r.core.wakeAt(now)
+			if !r.core.finished && r.core.lost == nil && !r.wakeAt.After(now) {
+				w.fail("%s has nothing to send but would wake again at once (wakeAt %v, now %v)", r.cfg.leaseName, r.wakeAt, now)
+			}
 			return
 		}
 		if p := w.send(r, req, now); p != nil {
