@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -374,6 +375,16 @@ func (c *core) gotOwn(now time.Time, r request, rec *leaseRecord, err error) {
 		c.own = ownLease{known: true, written: c.own.written, lastRenew: c.own.lastRenew, lastSend: c.own.lastSend}
 	case err != nil:
 		c.failed(now, r, err)
+	case rec.controller != c.cfg.name:
+		// Not a Lease of this controller's members: "ctl" with identity
+		// "x-a" and "ctl-x" with identity "a" both name theirs "ctl-x-a".
+		// Writing it would take it out of the other controller's member
+		// set, whose members would take over what its holder still serves.
+		c.lost = fmt.Errorf("lease %s is not a member Lease of controller %q (its %s label is %q): another controller's member Lease has this name; give this member another identity",
+			c.cfg.leaseName, c.cfg.name, LabelController, rec.controller)
+		c.log.Error(c.lost, "Cannot join")
+		c.gate.fence()
+		c.serving = Range{}
 	case rec.holder != c.cfg.holder && c.own.written:
 		c.lost = errors.New("lease " + c.cfg.leaseName + " was taken over by " + rec.holder + ": two replicas have the same identity")
 		c.log.Error(c.lost, "No longer serving")

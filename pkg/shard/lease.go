@@ -41,9 +41,12 @@ type leaseRecord struct {
 	// and its renewTime, compared for equality only (never with a clock),
 	// so that a renewal is seen even by a client that keeps no
 	// resourceVersions, as client-go's fake clientset.
-	version  string
-	holder   string
-	duration time.Duration
+	version string
+	holder  string
+	// controller is the Lease's LabelController: a Lease of this name may
+	// belong to another controller's member (name-identity can collide).
+	controller string
+	duration   time.Duration
 	// published is the range the Lease's holder claims; a Lease whose range
 	// cannot be read, or whose key differs from ours, claims everything.
 	published Range
@@ -55,7 +58,7 @@ type leaseRecord struct {
 // recordOf reads a Lease. key is the reader's hash key: a range over
 // another key's hashes says nothing about the reader's hash space.
 func recordOf(l *coordinationv1.Lease, key Key, fallbackDuration time.Duration) leaseRecord {
-	r := leaseRecord{name: l.Name, rv: l.ResourceVersion, duration: fallbackDuration, key: Key(l.Annotations[AnnotationKey])}
+	r := leaseRecord{name: l.Name, rv: l.ResourceVersion, duration: fallbackDuration, key: Key(l.Annotations[AnnotationKey]), controller: l.Labels[LabelController]}
 	r.version = l.ResourceVersion
 	if l.Spec.RenewTime != nil {
 		r.version += "/" + l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)

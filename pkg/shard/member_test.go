@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +71,46 @@ func TestMemberLifecycle(t *testing.T) {
 	}
 	if _, err := client.CoordinationV1().Leases("ns").Get(context.Background(), m.LeaseName(), metav1.GetOptions{}); err == nil {
 		t.Fatal("the Lease outlived a clean stop")
+	}
+}
+
+// Member Lease names are name-identity, so two controllers' can collide:
+// "ctl" with identity "x-a" and "ctl-x" with identity "a" both name theirs
+// "ctl-x-a". A member that finds its Lease labelled for another controller
+// stops with an error saying so and leaves the Lease as it was: writing it
+// would take it out of the other controller's member set, whose members
+// would then take over what its holder still serves.
+func TestMemberRefusesAnotherControllersLease(t *testing.T) {
+	client := fake.NewClientset()
+	other, err := newConfig("ns", "ctl-x", []Option{WithIdentity("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := other.buildLease("", FullRange(), time.Now())
+	if _, err := client.CoordinationV1().Leases("ns").Create(context.Background(), theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("x-a"), WithLogger(funcr.New(func(p, a string) { t.Log(p, a) }, funcr.Options{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.LeaseName() != theirs.Name {
+		t.Fatalf("the names do not collide (%s, %s): the test tests nothing", m.LeaseName(), theirs.Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = m.Start(ctx)
+	if err == nil || !strings.Contains(err.Error(), `"ctl-x"`) || !strings.Contains(err.Error(), "another identity") {
+		t.Fatalf("Start with another controller's Lease name: %v, want an error naming that controller", err)
+	}
+	if !m.Serving().Empty() {
+		t.Errorf("the member serves %s", m.Serving())
+	}
+	l, err := client.CoordinationV1().Leases("ns").Get(context.Background(), theirs.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Labels[LabelController] != "ctl-x" || *l.Spec.HolderIdentity != *theirs.Spec.HolderIdentity || l.Annotations[AnnotationRange] != theirs.Annotations[AnnotationRange] {
+		t.Errorf("the other controller's Lease was changed: labels %v, holder %s, range %s", l.Labels, *l.Spec.HolderIdentity, l.Annotations[AnnotationRange])
 	}
 }

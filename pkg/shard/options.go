@@ -54,7 +54,8 @@ type config struct {
 // WithIdentity names this replica among the members (default: the host
 // name, which in a pod is the pod's name). It must be unique among running
 // replicas and, joined to the controller's name with "-", be a valid Lease
-// name. A stable identity (a StatefulSet's pod names) keeps a restarted
+// name that no member of another controller in the namespace has (Start
+// returns an error if one does). A stable identity (a StatefulSet's pod names) keeps a restarted
 // replica's range where it was.
 func WithIdentity(id string) Option { return func(c *config) { c.identity = id } }
 
