@@ -148,6 +148,14 @@ func (g *gate) assign(r Range) {
 // can no longer prove to the others that it is alive.
 func (g *gate) fence() { g.set(Range{}, time.Time{}) }
 
+// retire is fence for a member whose Start has returned: it is assigned
+// nothing either, so that a Reconciler drops its requests rather than
+// retrying them for as long as the process runs.
+func (g *gate) retire() {
+	g.fence()
+	g.assign(Range{})
+}
+
 // busy is the set of buckets (of n) that hold work in flight outside
 // serving: what the member must keep published until that work ends.
 func (g *gate) busy(n int) Range {

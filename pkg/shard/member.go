@@ -93,7 +93,8 @@ func (m *Member) NeedLeaderElection() bool { return false }
 // range and deletes its Lease, so that the others take its range over at
 // once. It returns nil after a clean stop, and an error if the stop timed
 // out (the Lease is then left to expire) or if another process took the
-// member's Lease over. A Member starts once.
+// member's Lease over. Once it has returned, the member serves nothing and
+// is assigned nothing. A Member starts once.
 func (m *Member) Start(ctx context.Context) error {
 	m.mu.Lock()
 	if m.started {
@@ -116,7 +117,7 @@ func (m *Member) Start(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), func() bool { return store.HasSynced() }) {
 		return ctx.Err()
 	}
-	defer m.gate.fence()
+	defer m.gate.retire()
 
 	c := newCore(m.cfg, m.gate, uint64(m.cfg.clock.Now().UnixNano()))
 	// Requests run on a context of their own: a stopping member still

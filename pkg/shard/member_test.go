@@ -106,6 +106,13 @@ func TestMemberRefusesAnotherControllersLease(t *testing.T) {
 	if !m.Serving().Empty() {
 		t.Errorf("the member serves %s", m.Serving())
 	}
+	// Stopped, it is assigned nothing: its Reconciler drops requests rather
+	// than retrying them every RetryAfter for as long as the process runs.
+	for _, h := range []uint64{0, 42, 1 << 63} {
+		if m.Assigned(h) {
+			t.Errorf("the stopped member is still assigned hash %#x", h)
+		}
+	}
 	l, err := client.CoordinationV1().Leases("ns").Get(context.Background(), theirs.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
