@@ -92,8 +92,9 @@ func (m *Member) NeedLeaderElection() bool { return false }
 // serves nothing more, waits for the work in flight, publishes an empty
 // range and deletes its Lease, so that the others take its range over at
 // once. It returns nil after a clean stop, and an error if the stop timed
-// out (the Lease is then left to expire) or if another process took the
-// member's Lease over. Once it has returned, the member serves nothing and
+// out (the Lease is then left to expire), if another process took the
+// member's Lease over, or if a Lease of its name belongs to another
+// controller's member (see WithIdentity). Once it has returned, the member serves nothing and
 // is assigned nothing. A Member starts once.
 func (m *Member) Start(ctx context.Context) error {
 	m.mu.Lock()
