@@ -55,8 +55,8 @@ type config struct {
 // name, which in a pod is the pod's name). It must be unique among running
 // replicas and, joined to the controller's name with "-", be a valid Lease
 // name that no member of another controller in the namespace has (Start
-// returns an error if one does). A stable identity (a StatefulSet's pod names) keeps a restarted
-// replica's range where it was.
+// returns an error if one does). A stable identity (a StatefulSet's pod
+// names) keeps a restarted replica's range where it was.
 func WithIdentity(id string) Option { return func(c *config) { c.identity = id } }
 
 // WithLeaseDuration sets how long after its last renewal a member's Lease is
