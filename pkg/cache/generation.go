@@ -99,13 +99,26 @@ func (g *generation) indexSizes() []int {
 }
 
 // put stores obj under key, moves key to obj's indexed values and returns the
-// object it replaced. As in client-go, a nil object counts as absent for the
-// indices.
+// object it replaced. obj's values are computed before anything is written:
+// an index function that fails panics with the generation unchanged, not
+// with obj stored and in some indices only. As in client-go, a nil object
+// counts as absent for the indices.
 func (g *generation) put(indexers []namedIndexer, key string, obj any) (old any, existed bool) {
+	var room [4][]string // most stores have one or two indexers
+	values := room[:0]
+	if obj != nil {
+		for i, ix := range indexers {
+			values = append(values, indexValuesOf(ix, i, key, obj))
+		}
+	}
 	old, existed = g.items[key]
 	g.items[key] = obj
 	for i, ix := range indexers {
-		g.indices[i].update(ix, i, key, old, obj)
+		var newValues []string
+		if obj != nil {
+			newValues = values[i]
+		}
+		g.indices[i].update(ix, i, key, old, newValues)
 	}
 	g.count(old, -1)
 	g.count(obj, 1)
@@ -139,17 +152,14 @@ func (g *generation) remove(indexers []namedIndexer, key string) (old any, exist
 // short-lived objects do not accumulate.
 type index map[string]keySet
 
-// update moves key from the values of oldObj to those of newObj in the
-// index of ix, the i-th indexer; either may be nil (create, delete). An
+// update moves key from the values of oldObj (nil on a create) to
+// newValues (nil on a delete) in the index of ix, the i-th indexer. An
 // encoded entry's values are those computed when it was stored: updates
 // and deletes never decode.
-func (idx index) update(ix namedIndexer, i int, key string, oldObj, newObj any) {
-	var oldValues, newValues []string
+func (idx index) update(ix namedIndexer, i int, key string, oldObj any, newValues []string) {
+	var oldValues []string
 	if oldObj != nil {
 		oldValues = indexValuesOf(ix, i, key, oldObj)
-	}
-	if newObj != nil {
-		newValues = indexValuesOf(ix, i, key, newObj)
 	}
 	// The common update: one value, unchanged.
 	if len(oldValues) == 1 && len(newValues) == 1 && oldValues[0] == newValues[0] {

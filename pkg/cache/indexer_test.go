@@ -256,6 +256,59 @@ func TestIndexFuncErrorPanics(t *testing.T) {
 		}
 	})
 
+	// client-go's stores the object and indexes it in the indices before
+	// the failing one; ours computes every value first.
+	t.Run("Add and Update leave the store as it was", func(t *testing.T) {
+		ours := NewIndexer(kf, toolscache.Indexers{"a": nameIndex, "f": failingIndex, "z": nameIndex})
+		if err := ours.Add(good); err != nil {
+			t.Fatal(err)
+		}
+		if msg := panicMessage(func() { _ = ours.Add(bad) }); msg == "" {
+			t.Fatal("Add of an object an index function fails on did not panic")
+		}
+		badGood := obj("a", "good", "", "3", labels("bad", "true"))
+		if msg := panicMessage(func() { _ = ours.Update(badGood) }); msg == "" {
+			t.Fatal("Update to an object an index function fails on did not panic")
+		}
+		if keys := ours.ListKeys(); len(keys) != 1 || keys[0] != "a/good" {
+			t.Fatalf("after the panics the store holds %v, want [a/good]", keys)
+		}
+		if got, _, _ := ours.GetByKey("a/good"); got.(metav1.Object).GetResourceVersion() != "2" {
+			t.Fatalf("after a panicking Update a/good has resourceVersion %s, want 2", got.(metav1.Object).GetResourceVersion())
+		}
+		for _, name := range []string{"a", "z"} {
+			if vals := ours.ListIndexFuncValues(name); len(vals) != 1 || vals[0] != "good" {
+				t.Fatalf("after the panics index %q has values %v, want [good]", name, vals)
+			}
+		}
+	})
+
+	// A replace into an empty store builds a generation beside the live
+	// one; a failing object must not be left in it, half indexed.
+	t.Run("AddToReplace into a generation", func(t *testing.T) {
+		ours := NewIndexer(kf, toolscache.Indexers{"a": nameIndex, "f": failingIndex}, WithRelistReuse(false))
+		ours.StartReplace()
+		if msg := panicMessage(func() { _, _, _ = ours.AddToReplace(bad, nil) }); msg == "" {
+			t.Fatal("AddToReplace of an object an index function fails on did not panic")
+		}
+		if _, _, err := ours.AddToReplace(good, nil); err != nil {
+			t.Fatal(err)
+		}
+		d, err := ours.FinishReplace("5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keys := ours.ListKeys(); len(keys) != 1 || keys[0] != "a/good" {
+			t.Fatalf("after the replace the store holds %v, want [a/good]", keys)
+		}
+		if vals := ours.ListIndexFuncValues("a"); len(vals) != 1 || vals[0] != "good" {
+			t.Fatalf("after the replace index a has values %v, want [good]", vals)
+		}
+		if len(d.Changes) != 1 || d.Changes[0].Key != "a/good" {
+			t.Fatalf("the replace's changes are %+v, want one for a/good", d.Changes)
+		}
+	})
+
 	t.Run("AddIndexers leaves the store as it was", func(t *testing.T) {
 		ours := NewIndexer(kf, nil)
 		theirs := toolscache.NewIndexer(kf, toolscache.Indexers{})
