@@ -55,8 +55,8 @@ type body struct {
 // Encode returns obj's encoding. It refuses, with an error wrapping
 // ErrUnsupported, objects it cannot encode faithfully: anything but pointers
 // to generated protobuf types and unstructured objects, typed objects
-// holding a runtime.RawExtension whose content is in Object only (protobuf
-// writes Raw; the API server always sends Raw), unstructured
+// holding a runtime.RawExtension with an Object (protobuf writes Raw
+// alone; the API server sends Raw only), unstructured
 // content holding values that JSON cannot represent (Go ints, NaN, invalid
 // UTF-8, ...), and a kind beyond the first MaxKinds distinct ones.
 func (c *Codec) Encode(obj any) ([]byte, error) {

@@ -32,8 +32,8 @@ func (c *Codec) protoBody(obj any) (body, error) {
 		// The kind could not be restored on decode.
 		return body{}, fmt.Errorf("%w: %T does not keep its kind in a metav1.TypeMeta", ErrUnsupported, obj)
 	}
-	if holdsObjectOnlyRawExtension(v.Elem()) {
-		return body{}, fmt.Errorf("%w: %T holds a runtime.RawExtension with an Object and no Raw, which protobuf does not encode", ErrUnsupported, obj)
+	if holdsRawExtensionObject(v.Elem()) {
+		return body{}, fmt.Errorf("%w: %T holds a runtime.RawExtension with an Object, which protobuf does not encode", ErrUnsupported, obj)
 	}
 	id, k, err := c.kinds.id(kind{typ: v.Elem().Type(), typeMeta: *tm})
 	if err != nil {

@@ -8,10 +8,10 @@ import (
 )
 
 // The generated protobuf of runtime.RawExtension writes Raw alone. Objects
-// from the API server always carry Raw, but one built in the process (by a
-// fake clientset, a transform, a test) may hold its content in Object only:
-// encoding it would silently lose that content, so Encode refuses it and
-// the store keeps the object decoded.
+// from the API server carry Raw and no Object, but one built in the process
+// (by a fake clientset, a transform, a test) may hold an Object, alone or
+// beside Raw: encoding it would silently lose the Object, so Encode refuses
+// it and the store keeps the object decoded.
 
 var rawExtensionType = reflect.TypeFor[runtime.RawExtension]()
 
@@ -51,34 +51,34 @@ func reachesRawExtension(t reflect.Type, seen map[reflect.Type]bool) bool {
 	return false
 }
 
-// holdsObjectOnlyRawExtension reports whether v holds a RawExtension whose
-// content is in Object and not in Raw.
-func holdsObjectOnlyRawExtension(v reflect.Value) bool {
+// holdsRawExtensionObject reports whether v holds a RawExtension with an
+// Object, which protobuf does not write.
+func holdsRawExtensionObject(v reflect.Value) bool {
 	if !mayHoldRawExtension(v.Type()) {
 		return false
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
-		return !v.IsNil() && holdsObjectOnlyRawExtension(v.Elem())
+		return !v.IsNil() && holdsRawExtensionObject(v.Elem())
 	case reflect.Struct:
 		if v.Type() == rawExtensionType {
 			re := v.Interface().(runtime.RawExtension)
-			return re.Raw == nil && re.Object != nil
+			return re.Object != nil
 		}
 		for i := range v.NumField() {
-			if holdsObjectOnlyRawExtension(v.Field(i)) {
+			if holdsRawExtensionObject(v.Field(i)) {
 				return true
 			}
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			if holdsObjectOnlyRawExtension(v.Index(i)) {
+			if holdsRawExtensionObject(v.Index(i)) {
 				return true
 			}
 		}
 	case reflect.Map:
 		for it := v.MapRange(); it.Next(); {
-			if holdsObjectOnlyRawExtension(it.Key()) || holdsObjectOnlyRawExtension(it.Value()) {
+			if holdsRawExtensionObject(it.Key()) || holdsRawExtensionObject(it.Value()) {
 				return true
 			}
 		}

@@ -11,11 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// A RawExtension holding its content in Object only (an object built in
-// the process: a fake clientset's, a transform's) is refused, since
-// protobuf writes Raw alone and the decode would lose the content; with
-// Raw, as the API server sends it, the object encodes and comes back.
-func TestObjectOnlyRawExtensionIsRefused(t *testing.T) {
+// A RawExtension holding an Object (an object built in the process: a fake
+// clientset's, a transform's that decoded Raw) is refused, alone or beside
+// Raw, since protobuf writes Raw alone and the decode would lose the
+// Object; with Raw only, as the API server sends it, the object encodes and
+// comes back.
+func TestRawExtensionObjectIsRefused(t *testing.T) {
 	revision := func(data runtime.RawExtension) *appsv1.ControllerRevision {
 		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns"}, Revision: 1, Data: data}
 	}
@@ -23,6 +24,10 @@ func TestObjectOnlyRawExtensionIsRefused(t *testing.T) {
 	objectOnly := revision(runtime.RawExtension{Object: &corev1.ConfigMap{Data: map[string]string{"k": "v"}}})
 	if _, err := c.Encode(objectOnly); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("Encode of a RawExtension with only an Object: %v, want ErrUnsupported", err)
+	}
+	both := revision(runtime.RawExtension{Raw: []byte(`{"data":{"k":"v"}}`), Object: &corev1.ConfigMap{Data: map[string]string{"k": "v"}}})
+	if _, err := c.Encode(both); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("Encode of a RawExtension with Raw and an Object: %v, want ErrUnsupported", err)
 	}
 	// A type that reaches no RawExtension encodes as before.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
