@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -236,6 +237,62 @@ func TestEncodedReadsCannotChangeTheStore(t *testing.T) {
 				plain = refill(t, objs)
 			}
 		})
+	}
+}
+
+// TestRefusedUnstructuredReads: the codec refuses unstructured content
+// that JSON decoding never produces (built in the process: a Go int, labels
+// as a map[string]string), and unstructured's DeepCopyObject panics on
+// exactly that content. Reads must still hand out copies that share
+// nothing with the store.
+func TestRefusedUnstructuredReads(t *testing.T) {
+	s := NewIndexer(toolscache.MetaNamespaceKeyFunc, nsIndexers(), WithCodec(codec.New()))
+	stored := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"namespace": "a", "name": "w", "labels": map[string]string{"app": "x"}},
+		"spec":     map[string]any{"replicas": 3, "ports": []int{80, 443}, "tags": []any{"t"}},
+	}}
+	if err := s.Add(stored); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.CodecStats(); st.Unencoded != 1 {
+		t.Fatalf("CodecStats = %+v, want the object kept unencoded", st)
+	}
+	want := map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"namespace": "a", "name": "w", "labels": map[string]string{"app": "x"}},
+		"spec":     map[string]any{"replicas": 3, "ports": []int{80, 443}, "tags": []any{"t"}},
+	}
+	reads := map[string]func() ([]any, error){
+		"GetByKey": func() ([]any, error) {
+			o, _, err := s.GetByKey("a/w")
+			return []any{o}, err
+		},
+		"List":         func() ([]any, error) { return s.List(), nil },
+		"ByIndex":      func() ([]any, error) { return s.ByIndex(toolscache.NamespaceIndex, "a") },
+		"ListByLabels": func() ([]any, error) { return s.ListByLabels(LabelQuery{}) },
+	}
+	for name, read := range reads {
+		var got []any
+		var err error
+		if msg := panicMessage(func() { got, err = read() }); msg != "" {
+			t.Fatalf("%s panicked: %s", name, msg)
+		}
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s = %v, %v; want the one object", name, got, err)
+		}
+		u := got[0].(*unstructured.Unstructured)
+		if !reflect.DeepEqual(u.Object, want) {
+			t.Fatalf("%s returned %v, want %v", name, u.Object, want)
+		}
+		spec := u.Object["spec"].(map[string]any)
+		spec["replicas"] = 4
+		spec["ports"].([]int)[0] = 8080
+		spec["tags"].([]any)[0] = "changed"
+		u.Object["metadata"].(map[string]any)["labels"].(map[string]string)["app"] = "y"
+		if !reflect.DeepEqual(stored.Object, want) {
+			t.Fatalf("writing into what %s returned changed the store: %v", name, stored.Object)
+		}
 	}
 }
 

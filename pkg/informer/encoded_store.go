@@ -99,7 +99,7 @@ func (k kindSetter) MatchLabels(sel labels.Selector) func(data []byte) (bool, an
 // CopyRefused gives the copies reads hand out of objects the codec refused
 // (typed custom resources: they have no protobuf) the kind too.
 func (k kindSetter) CopyRefused(obj runtime.Object) runtime.Object {
-	cp := obj.DeepCopyObject()
+	cp := k.Codec.CopyRefused(obj)
 	k.setKind(cp)
 	return cp
 }
