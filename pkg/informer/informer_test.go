@@ -763,3 +763,57 @@ func TestWatchErrorHandlerSeesListAndWatchOpenFailures(t *testing.T) {
 		t.Fatal("watch error handler not called for a failed watch open")
 	}
 }
+
+// TestHandlersNeverSeeAnOlderLastSyncResourceVersion: the store writer
+// commits a live event's resourceVersion before handlers hear of it, so a
+// handler that reads LastSyncResourceVersion (to tell whether the cache has
+// caught up with a write, say) never gets one older than its event. Before
+// the commit was made under the change it came after the notification was
+// queued, and a handler's goroutine could run in between.
+func TestHandlersNeverSeeAnOlderLastSyncResourceVersion(t *testing.T) {
+	s := newServer(t, 0)
+	inf := newInformer(s, 0)
+	var mu sync.Mutex
+	var seen int
+	var behind []string
+	check := func(what string, obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		last := inf.LastSyncResourceVersion()
+		var eventRV, lastRV int
+		_, _ = fmt.Sscan(rvOf(obj), &eventRV)
+		_, _ = fmt.Sscan(last, &lastRV)
+		mu.Lock()
+		defer mu.Unlock()
+		seen++
+		if lastRV < eventRV && len(behind) < 3 {
+			behind = append(behind, fmt.Sprintf("%s at resourceVersion %d with LastSyncResourceVersion %q", what, eventRV, last))
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { check("OnAdd", obj) },
+		UpdateFunc: func(_, obj any) { check("OnUpdate", obj) },
+		DeleteFunc: func(obj any) { check("OnDelete", obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf)
+	const n = 200
+	for i := range n {
+		name := fmt.Sprintf("cm-%04d", i)
+		mustCreate(t, s, configMap(name))
+		time.Sleep(100 * time.Microsecond) // let the handler run, as it would under load
+		mustUpdate(t, s, configMap(name, "k", "v"))
+		time.Sleep(100 * time.Microsecond)
+		mustDelete(t, s, name)
+		time.Sleep(100 * time.Microsecond)
+	}
+	eventually(t, "every event handled", func() bool { mu.Lock(); defer mu.Unlock(); return seen == 3*n })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(behind) > 0 {
+		t.Errorf("handlers heard of events before LastSyncResourceVersion reached them, for example %s", strings.Join(behind, "; "))
+	}
+}

@@ -120,24 +120,17 @@ func (w *storeWriter) handle(ctx context.Context, ev listerwatcher.Event) error 
 	case listerwatcher.RestartDone:
 		return w.finishReplace(ctx, ev.ResourceVersion)
 	case listerwatcher.Added, listerwatcher.Modified:
-		w.upsert(ctx, ev.Object)
-		w.applied(ev)
+		w.upsert(ctx, ev.Object, ev.ResourceVersion)
 	case listerwatcher.Deleted:
-		w.remove(ctx, ev.Object)
-		w.applied(ev)
+		w.remove(ctx, ev.Object, ev.ResourceVersion)
 	case listerwatcher.Bookmark:
 		w.indexer.Bookmark(ev.ResourceVersion)
-		w.applied(ev)
+		w.commit(ev.ResourceVersion, false)
 	default:
 		return fmt.Errorf("unknown watcher event type %v", ev.Type)
 	}
-	return nil
-}
-
-// applied records a live event's resourceVersion.
-func (w *storeWriter) applied(ev listerwatcher.Event) {
-	w.commit(ev.ResourceVersion, false)
 	w.metrics.applied(ev.Type, ev.ResourceVersion)
+	return nil
 }
 
 func (w *storeWriter) startReplace(ev listerwatcher.Event) {
@@ -230,9 +223,14 @@ func (w *storeWriter) swapIn(ctx context.Context, rv string, first bool) (*cache
 	return diff, d, nil
 }
 
-func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object) {
+// upsert applies an add or update event at resourceVersion rv. Like every
+// live change, it commits rv once the store holds the change and before
+// handlers hear of it, so that a handler never sees LastSyncResourceVersion
+// older than its event.
+func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string) {
 	stored, err := w.transformed(obj)
 	if err != nil {
+		w.commit(rv, false)
 		w.metrics.dropped(1)
 		utilruntime.HandleErrorWithContext(ctx, err, "Dropping watch event", "type", w.description)
 		return
@@ -240,6 +238,7 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object) {
 	w.changeMu.Lock()
 	defer w.changeMu.Unlock()
 	old, existed, err := w.indexer.Upsert(stored)
+	w.commit(rv, false)
 	if err != nil {
 		w.metrics.dropped(1)
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to store watch event object", "type", w.description)
@@ -280,15 +279,18 @@ func (w *storeWriter) notified(stored, old any, existed bool) (newObj, oldObj an
 	return newObj, oldObj, nil
 }
 
-func (w *storeWriter) remove(ctx context.Context, obj runtime.Object) {
+// remove applies a delete event at resourceVersion rv, committing rv as
+// upsert does.
+func (w *storeWriter) remove(ctx context.Context, obj runtime.Object, rv string) {
 	deleted, err := w.transformed(obj)
 	if err != nil {
-		w.removeUntransformed(ctx, obj, err)
+		w.removeUntransformed(ctx, obj, rv, err)
 		return
 	}
 	w.changeMu.Lock()
 	defer w.changeMu.Unlock()
 	_, existed, err := w.indexer.Remove(deleted)
+	w.commit(rv, false)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description)
 		return
@@ -312,10 +314,11 @@ func (w *storeWriter) remove(ctx context.Context, obj runtime.Object) {
 // and handlers get OnDelete(DeletedFinalStateUnknown) carrying its last
 // stored, transformed state, as a relist that found it gone would give them.
 // A delete of a key that is not stored is dropped: there is nothing to tell.
-func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Object, transformErr error) {
+func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Object, rv string, transformErr error) {
 	w.metrics.dropped(1)
 	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
+		w.commit(rv, false)
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description)
 		return
 	}
@@ -326,6 +329,7 @@ func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Objec
 		defer w.changeMu.Unlock() // a panicking handler queue must not leave it held
 		var old any
 		old, existed, err = w.indexer.Remove(obj)
+		w.commit(rv, false)
 		if err == nil && existed {
 			w.metrics.storeChanged(-1)
 			// An encoded store hands back its entry: handlers get objects.
