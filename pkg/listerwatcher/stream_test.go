@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -233,6 +234,32 @@ func TestAutoFallsBackWithoutEndBookmark(t *testing.T) {
 	startEv, names, _ := h.restart()
 	if startEv.Strategy != ListWatch || startEv.Reason != StreamingFallback || len(names) != 1234 {
 		t.Errorf("restart %+v with %d objects, want a StreamingFallback by ListWatch with 1234", startEv, len(names))
+	}
+}
+
+// TestProgressBookmarksDoNotDelayTheFallback: a server that ignores
+// sendInitialEvents sends no initial event and no end bookmark, but may send
+// progress bookmarks. Only an initial event restarts the idle timer: with
+// a bookmark every 6 s, Auto must still fall back once 10 s have passed
+// without one. Before, each bookmark restarted it and Auto never fell back.
+func TestProgressBookmarksDoNotDelayTheFallback(t *testing.T) {
+	srv := newServer(t, 0, fake.WithoutWatchList())
+	h := start(t, srv, nil)
+	h.watchStarted()
+	step := DefaultStreamingIdleTimeout * 6 / 10
+	for range 2 {
+		srv.SendBookmark()
+		time.Sleep(20 * time.Millisecond) // for the watcher to take it
+		h.clock.Step(step)
+	}
+	var err error
+	select {
+	case err = <-h.obs.fallbacks:
+	case <-time.After(time.Second):
+		t.Fatalf("%v after the watch opened, with progress bookmarks and no initial event, Auto has not fallen back", 2*step)
+	}
+	if !errors.Is(err, ErrNoEndBookmark) {
+		t.Errorf("fallback after %v, want ErrNoEndBookmark", err)
 	}
 }
 

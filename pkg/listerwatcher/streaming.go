@@ -112,6 +112,11 @@ func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) 
 					clear(batch)
 					batch = batch[:0]
 				}
+				// Only an initial event is progress: a server that ignores
+				// sendInitialEvents may still send progress bookmarks, and
+				// these must not keep Auto waiting for an end that never
+				// comes.
+				resetTimer(idle, m.idleTimeout)
 			case watch.Bookmark:
 				md, err := meta.Accessor(ev.Object)
 				if err != nil || md.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
@@ -135,7 +140,6 @@ func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) 
 			default:
 				m.dropUnknown(ctx, ev)
 			}
-			resetTimer(idle, m.idleTimeout)
 		}
 	}
 }
