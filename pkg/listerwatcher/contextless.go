@@ -3,6 +3,7 @@ package listerwatcher
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,8 +21,8 @@ type listerWatcher struct {
 
 // withContext returns lw's calls as calls that end when their context does.
 // A call that ignores its context (List or Watch of a ListerWatcher without
-// the context-aware methods, or of a cache.ListWatch without
-// ListWithContextFunc or WatchFuncWithContext) runs on a goroutine of its
+// the context-aware methods, or of a cache.ListWatch, or client-go's wrapper
+// of one, without ListWithContextFunc or WatchFuncWithContext) runs on a goroutine of its
 // own, which the caller stops waiting for when ctx ends; it lives until the
 // call returns, and stops a watch that opens too late.
 func withContext(lw toolscache.ListerWatcher) listerWatcher {
@@ -66,12 +67,40 @@ func (c contextAware) IsWatchListSemanticsUnSupported() bool { return c.noStream
 
 // ignoresContext reports which of lw's calls ignore their context.
 func ignoresContext(lw toolscache.ListerWatcher) (list, watch bool) {
-	if l, ok := lw.(*toolscache.ListWatch); ok {
+	if l := listWatchOf(lw); l != nil {
 		return l.ListWithContextFunc == nil, l.WatchFuncWithContext == nil
 	}
 	_, listsWithContext := lw.(toolscache.ListerWithContext)
 	_, watchesWithContext := lw.(toolscache.WatcherWithContext)
 	return !listsWithContext, !watchesWithContext
+}
+
+var listWatchType = reflect.TypeFor[*toolscache.ListWatch]()
+
+// listWatchOf returns lw if it is a *cache.ListWatch, or the one it embeds
+// if it is one of client-go's wrappers of a ListWatch
+// (cache.ToListWatcherWithWatchListSemantics's): the wrapper's context-aware
+// methods are the ListWatch's, which drop the context when only ListFunc or
+// WatchFunc is set. Other types that embed a ListWatch may override those
+// methods, so only client-go's own are looked into.
+func listWatchOf(lw toolscache.ListerWatcher) *toolscache.ListWatch {
+	if l, ok := lw.(*toolscache.ListWatch); ok {
+		return l
+	}
+	v := reflect.ValueOf(lw)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct || v.Type().PkgPath() != listWatchType.Elem().PkgPath() {
+		return nil
+	}
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.Anonymous && f.Type == listWatchType {
+			l, _ := v.Field(i).Interface().(*toolscache.ListWatch)
+			return l
+		}
+	}
+	return nil
 }
 
 // detachedLister lists on a goroutine of its own (see withContext).

@@ -118,17 +118,25 @@ func TestRunReturnsPromptlyWhenAContextLessCallHangs(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, tc.watchLis)
 
 			srv := newServer(t, 3)
-			ours := newHangingCalls(srv, tc.hang)
-			w, err := New(ours.listWatch(), WithStrategy(tc.strategy))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !returnsWithin(t, ours, time.Second, func(ctx context.Context) {
-				if err := w.Run(ctx, ConsumerFunc(func(context.Context, Event) error { return nil })); err != nil {
-					t.Errorf("Run: %v", err)
+			// client-go's informers hand the reflector their ListWatch
+			// wrapped; its context-aware methods are the ListWatch's.
+			for _, wrap := range []bool{false, true} {
+				ours := newHangingCalls(srv, tc.hang)
+				var lw toolscache.ListerWatcher = ours.listWatch()
+				if wrap {
+					lw = toolscache.ToListWatcherWithWatchListSemantics(ours.listWatch(), nil)
 				}
-			}) {
-				t.Error("Run did not return within a second of its context's end")
+				w, err := New(lw, WithStrategy(tc.strategy))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !returnsWithin(t, ours, time.Second, func(ctx context.Context) {
+					if err := w.Run(ctx, ConsumerFunc(func(context.Context, Event) error { return nil })); err != nil {
+						t.Errorf("Run: %v", err)
+					}
+				}) {
+					t.Errorf("Run (ListWatch wrapped by client-go: %v) did not return within a second of its context's end", wrap)
+				}
 			}
 
 			theirs := newHangingCalls(srv, tc.hang)
@@ -168,6 +176,9 @@ func TestContextAwareCallsAreNotDetached(t *testing.T) {
 	withCtx := &toolscache.ListWatch{ListWithContextFunc: lw.ListWithContext, WatchFunc: lw.Watch} //nolint:staticcheck // SA1019: a context-less WatchFunc is under test
 	if list, watch := ignoresContext(withCtx); list || !watch {
 		t.Errorf("a ListWatch with ListWithContextFunc and WatchFunc ignores its context: list %v, watch %v; want false, true", list, watch)
+	}
+	if list, watch := ignoresContext(toolscache.ToListWatcherWithWatchListSemantics(withCtx, nil)); list || !watch {
+		t.Errorf("client-go's wrapper of that ListWatch: list %v, watch %v; want false, true", list, watch)
 	}
 	if list, watch := ignoresContext(contextLessLW{lw}); !list || !watch {
 		t.Errorf("a ListerWatcher with only List and Watch: list %v, watch %v; want both ignoring the context", list, watch)
