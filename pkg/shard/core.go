@@ -264,6 +264,15 @@ func (c *core) next(now time.Time) request {
 	if c.finished || c.lost != nil {
 		return request{}
 	}
+	if c.stopping && !c.own.written {
+		// No write of this member's Lease was ever acknowledged, so it has
+		// served nothing and has nothing to release: a Lease that a write
+		// it took for failed may have created expires like a crashed
+		// member's. Waiting on the API server (in an outage, for the whole
+		// stop timeout) would gain nothing.
+		c.finished = true
+		return request{}
+	}
 	if !c.serving.Empty() && !now.Before(c.validUntil()) {
 		c.log.Error(nil, "Lease not renewed within the renew deadline: no longer serving", "lastRenew", c.own.lastRenew, "renewDeadline", c.cfg.renewDeadline)
 		c.cfg.rec.Fenced()

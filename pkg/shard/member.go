@@ -91,7 +91,8 @@ func (m *Member) NeedLeaderElection() bool { return false }
 // Start runs the member until ctx is cancelled, then stops cleanly: it
 // serves nothing more, waits for the work in flight, publishes an empty
 // range and deletes its Lease, so that the others take its range over at
-// once. It returns nil after a clean stop, and an error if the stop timed
+// once (a member none of whose Lease writes succeeded has nothing to
+// release and returns at once). It returns nil after a clean stop, and an error if the stop timed
 // out (the Lease is then left to expire), if another process took the
 // member's Lease over, or if a Lease of its name belongs to another
 // controller's member (see WithIdentity). Once it has returned, the member serves nothing and
@@ -148,7 +149,11 @@ func (m *Member) Start(ctx context.Context) error {
 			return c.lost
 		}
 		if c.finished {
-			m.cfg.logger.Info("Member stopped and released its Lease")
+			if c.own.written {
+				m.cfg.logger.Info("Member stopped and released its Lease")
+			} else {
+				m.cfg.logger.Info("Member stopped before any write of its Lease succeeded: nothing to release")
+			}
 			return nil
 		}
 		timer := m.cfg.clock.NewTimer(c.wakeAt(now).Sub(now))

@@ -2,13 +2,18 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // TestMemberLifecycle runs one member on client-go's fake clientset: it
@@ -119,5 +124,47 @@ func TestMemberRefusesAnotherControllersLease(t *testing.T) {
 	}
 	if l.Labels[LabelController] != "ctl-x" || *l.Spec.HolderIdentity != *theirs.Spec.HolderIdentity || l.Annotations[AnnotationRange] != theirs.Annotations[AnnotationRange] {
 		t.Errorf("the other controller's Lease was changed: labels %v, holder %s, range %s", l.Labels, *l.Spec.HolderIdentity, l.Annotations[AnnotationRange])
+	}
+}
+
+// A member stopped before any write of its Lease succeeded (its requests
+// fail: an API server outage at startup) has served nothing and has
+// nothing to release, so Start returns at once and cleanly, not after the
+// stop timeout with an error.
+func TestMemberStopsAtOnceBeforeItsLeaseWasWritten(t *testing.T) {
+	client := fake.NewClientset()
+	var failed atomic.Int64
+	client.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch a.GetVerb() {
+		case "get", "create", "update", "delete":
+			failed.Add(1)
+			return true, nil, apierrors.NewInternalError(errors.New("etcd is down"))
+		}
+		return false, nil, nil
+	})
+	m, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithStopTimeout(time.Minute),
+		WithLogger(funcr.New(func(p, a string) { t.Log(p, a) }, funcr.Options{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); failed.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the member sent no Lease request")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Start after a stop before the Lease was written: %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a member that never wrote its Lease did not stop within 5s of its context's end")
+	}
+	if m.Assigned(42) || !m.Serving().Empty() {
+		t.Errorf("the stopped member is assigned hash 42: %v, serves %s", m.Assigned(42), m.Serving())
 	}
 }
