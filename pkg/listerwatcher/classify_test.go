@@ -227,6 +227,8 @@ func TestCauseNamesAndDescriptions(t *testing.T) {
 	}{
 		{OpConsume, apierrors.NewForbidden(configMaps, "", errors.New("no")), CauseConsumer},
 		{OpStream, watchEventError(&corev1.ConfigMap{}), CauseDecode},
+		{OpStream, watchEventError((*metav1.Status)(nil)), CauseDecode},
+		{OpStream, watchEventError(nil), CauseDecode},
 		{OpStream, fmt.Errorf("wrapped: %w", ErrVeryShortWatch), CauseVeryShortWatch},
 		{OpStream, ErrNoEndBookmark, CauseNoEndBookmark},
 		{OpStream, ErrNotStreaming, CauseNotStreaming},

@@ -154,5 +154,8 @@ func watchEventError(obj runtime.Object) error {
 	if !ok {
 		return unreadable{fmt.Errorf("watch sent an ERROR event carrying %T instead of a *v1.Status", obj)}
 	}
+	if status == nil { // FromObject would panic on it
+		return unreadable{errors.New("watch sent an ERROR event carrying a nil *v1.Status")}
+	}
 	return apierrors.FromObject(status)
 }
