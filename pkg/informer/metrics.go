@@ -39,9 +39,12 @@ func (b *metricsBridge) ListRequest(_ metav1.ListOptions, _ int, _ time.Duration
 // WatchStarted implements listerwatcher.Observer.
 func (b *metricsBridge) WatchStarted(metav1.ListOptions) { b.prom.WatchStarted() }
 
-// WatchEnded implements listerwatcher.Observer.
-func (b *metricsBridge) WatchEnded(d time.Duration, events int, err error) {
-	if events == 0 && (d < time.Second || errors.Is(err, listerwatcher.ErrVeryShortWatch)) {
+// WatchEnded implements listerwatcher.Observer. Only a watch closed early
+// without events by the other end counts as short: one the informer ended
+// itself (a stop, a relist it asked for) or that failed with an error of
+// its own is not something dropping watches.
+func (b *metricsBridge) WatchEnded(_ time.Duration, _ int, err error) {
+	if errors.Is(err, listerwatcher.ErrVeryShortWatch) {
 		b.prom.ShortWatch()
 	}
 }

@@ -363,3 +363,33 @@ func TestClientGoProcessingLatencyComesFromTheClock(t *testing.T) {
 		t.Fatalf("processing latencies %v, want the page of 3 objects at 3s", got)
 	}
 }
+
+// TestShortWatchesAreWatchesDropped: leaninformer_short_watches_total counts
+// watches that something closed within a second without an event, not
+// those the informer ended itself, as it does when it stops.
+func TestShortWatchesAreWatchesDropped(t *testing.T) {
+	cm := map[string]string{"group": "", "version": "v1", "resource": "configmaps"}
+	for _, dropped := range []bool{false, true} {
+		s := newServer(t, 3)
+		m := metrics.New()
+		reg := prometheus.NewRegistry()
+		if err := m.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		inf := newInformer(s, 0, WithMetrics(m), WithStrategy(ListWatch))
+		stop := run(t, inf)
+		waitSynced(t, inf)
+		eventually(t, "a watch", func() bool { return s.OpenWatches() == 1 })
+		if dropped {
+			s.CloseWatches()
+			eventually(t, "the dropped watch counted", func() bool {
+				return gathered(t, reg, "leaninformer_short_watches_total", cm) == 1
+			})
+		}
+		stop()
+		want := map[bool]float64{false: 0, true: 1}[dropped]
+		if got := gathered(t, reg, "leaninformer_short_watches_total", cm); got != want {
+			t.Errorf("dropped by the server: %v; short_watches_total = %v after the informer stopped, want %v", dropped, got, want)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func New() *Metrics {
 		storeObjects:    gauge("store_objects", "Objects in the stores of the informers for the resource."),
 		bufferObjects:   gauge("restart_buffer_objects", "Objects held in restart buffers: the next generation being listed."),
 		watches:         counter("watches_total", "Watches opened (streaming lists included)."),
-		shortWatches:    counter("short_watches_total", "Watches that ended within a second without an event, a sign of something dropping them."),
+		shortWatches:    counter("short_watches_total", "Watches closed by the other end within a second without an event, a sign of something dropping them."),
 		watchEvents:     counter("watch_events_total", "Live watch events applied to the store, by type (added, modified, deleted, bookmark).", "type"),
 		fallbacks:       counter("strategy_fallbacks_total", "Times the Auto strategy could not stream the list and fell back to paginated LISTs."),
 		backoffs:        counter("backoffs_total", "Times the pipeline waited before retrying after an error."),
@@ -311,7 +311,8 @@ func (r *Recorder) WatchStarted() {
 	r.m.watches.With(r.labels).Inc()
 }
 
-// ShortWatch counts a watch that ended within a second without events.
+// ShortWatch counts a watch closed by the other end within a second without
+// events.
 func (r *Recorder) ShortWatch() {
 	if r == nil {
 		return
