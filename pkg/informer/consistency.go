@@ -21,6 +21,25 @@ type consistencyCheck struct {
 	transform toolscache.TransformFunc // applied to the listed objects, as to the stored ones
 }
 
+// readAs returns transform followed by setReadKind (nil: transform itself):
+// the objects the check lists must look as the store's reads do, and under
+// NewCacheWith an encoded store's reads carry the read kind.
+func readAs(transform toolscache.TransformFunc, setReadKind func(any)) toolscache.TransformFunc {
+	if setReadKind == nil {
+		return transform
+	}
+	return func(obj any) (any, error) {
+		if transform != nil {
+			var err error
+			if obj, err = transform(obj); err != nil {
+				return nil, err
+			}
+		}
+		setReadKind(obj)
+		return obj, nil
+	}
+}
+
 // streamed checks a streamed list stored at rv: stored lists the store,
 // which holds the list and nothing else while this runs.
 func (c consistencyCheck) streamed(ctx context.Context, rv string, stored func() []any) {

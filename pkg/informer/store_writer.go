@@ -87,19 +87,20 @@ type restartStats struct {
 // is the user's, as SetTransform left it.
 func (s *SharedIndexInformer) newStoreWriter(logger klog.Logger, transform toolscache.TransformFunc) *storeWriter {
 	storeTransform := s.cfg.storeTransform(checkedTransform(transform))
+	setReadKind := s.cfg.readKindSetter()
 	return &storeWriter{
 		indexer:       s.indexer,
 		processor:     s.processor,
 		metrics:       s.metrics,
 		mutations:     s.mutationDetector,
 		encoded:       s.cfg.encoded,
-		setReadKind:   s.cfg.readKindSetter(),
+		setReadKind:   setReadKind,
 		transform:     storeTransform,
 		changeMu:      &s.changeMu,
 		commit:        s.commit,
 		synced:        s.synced,
 		reportDropped: s.reportDropped,
-		consistency:   consistencyCheck{name: s.reflector.Name(), list: s.list, transform: storeTransform},
+		consistency:   consistencyCheck{name: s.reflector.Name(), list: s.list, transform: readAs(storeTransform, setReadKind)},
 		clock:         s.cfg.clock,
 		logger:        logger,
 		description:   s.objectDescription,
