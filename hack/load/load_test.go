@@ -236,6 +236,30 @@ func TestJobsSkipTheSlowHandlerAtMaxAndAlternate(t *testing.T) {
 	if want := []string{"fake 500/s fast+slow ours-coalesce run 1", "fake 500/s fast+slow ours-coalesce run 2"}; fmt.Sprint(coalescing) != fmt.Sprint(want) {
 		t.Errorf("coalescing jobs %q, want %q", coalescing, want)
 	}
+	// Without the slow handler the order rotates among the informers that
+	// run: over 4 runs each of the two goes first twice. (Rotating all
+	// three and then skipping the coalescing one put client-go first 3
+	// times.)
+	o.informers = nil
+	for _, name := range defaultInformerNames() {
+		inf, err := findInformer(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.informers = append(o.informers, inf)
+	}
+	o.runs = 4
+	first := map[string]int{}
+	last := -1
+	for _, j := range o.jobs(fakeBackend) {
+		if !j.handlers.slow() && j.rate == 500 && j.run != last {
+			first[j.informer.name]++
+			last = j.run
+		}
+	}
+	if first["client-go"] != 2 || first["ours"] != 2 {
+		t.Errorf("with the fast handler alone, first places over 4 runs: %v, want 2 each", first)
+	}
 }
 
 // With more than two informers the order rotates, so that over as many runs

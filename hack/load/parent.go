@@ -41,10 +41,10 @@ func (j job) String() string {
 }
 
 // jobs lists the runs of one backend: per rate and handler set, the
-// informers one after the other, their order rotating by one place a run,
-// so that over as many runs as there are informers each takes every place
-// once and a drift of the machine's load favours none (with two, the order
-// alternates).
+// informers that run with that set one after the other, their order
+// rotating by one place a run, so that over as many runs as there are such
+// informers each takes every place once and a drift of the machine's load
+// favours none (with two, the order alternates).
 func (o options) jobs(backend string) []job {
 	var out []job
 	for _, rate := range o.rates {
@@ -52,12 +52,15 @@ func (o options) jobs(backend string) []job {
 			if rate == 0 && hs.slow() && !o.slowAtMax {
 				continue
 			}
+			var infs []informerVariant
+			for _, inf := range o.informers {
+				if inf.coalesceSlow && !hs.slow() {
+					continue // without the slow handler it is ours
+				}
+				infs = append(infs, inf)
+			}
 			for run := range o.runs {
-				infs := rotated(o.informers, run)
-				for _, inf := range infs {
-					if inf.coalesceSlow && !hs.slow() {
-						continue // without the slow handler it is ours
-					}
+				for _, inf := range rotated(infs, run) {
 					out = append(out, job{backend: backend, rate: rate, handlers: hs, informer: inf, run: run})
 				}
 			}
