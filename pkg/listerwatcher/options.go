@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"time"
@@ -46,16 +47,22 @@ type Backoff struct {
 	ResetAfter time.Duration
 }
 
-// Validate reports what makes b unusable: a negative delay, a Factor below
-// 1, a Cap below Initial.
+// Validate reports what makes b unusable: an Initial delay that is not
+// positive (failures would be retried at once, for as long as they last), a
+// Factor below 1, a Cap below Initial, a negative Jitter, a Factor or
+// Jitter that is not finite.
 func (b Backoff) Validate() error {
 	switch {
-	case b.Initial < 0:
-		return fmt.Errorf("backoff Initial %v is negative", b.Initial)
+	case b.Initial <= 0:
+		return fmt.Errorf("backoff Initial %v is not positive: every failure would be retried at once", b.Initial)
+	case math.IsNaN(b.Factor) || math.IsInf(b.Factor, 0):
+		return fmt.Errorf("backoff Factor %v is not finite", b.Factor)
 	case b.Factor < 1:
 		return fmt.Errorf("backoff Factor %v is below 1", b.Factor)
 	case b.Cap < b.Initial:
 		return fmt.Errorf("backoff Cap %v is below Initial %v", b.Cap, b.Initial)
+	case math.IsNaN(b.Jitter) || math.IsInf(b.Jitter, 0):
+		return fmt.Errorf("backoff Jitter %v is not finite", b.Jitter)
 	case b.Jitter < 0:
 		return fmt.Errorf("backoff Jitter %v is negative", b.Jitter)
 	case b.ResetAfter < 0:

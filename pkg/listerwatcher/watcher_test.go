@@ -3,6 +3,7 @@ package listerwatcher
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ func TestNewValidatesOptions(t *testing.T) {
 		"strategy":      {WithStrategy(Strategy(9)), "unknown strategy"},
 		"page size":     {WithPageSize(-1), "page size -1 is negative"},
 		"factor":        {WithBackoff(Backoff{Initial: time.Second, Factor: 0.5, Cap: time.Second}), "Factor 0.5 is below 1"},
+		"zero initial":  {WithBackoff(Backoff{Factor: 1}), "Initial 0s is not positive"},
+		"NaN factor":    {WithBackoff(Backoff{Initial: time.Second, Factor: math.NaN(), Cap: time.Second}), "Factor NaN is not finite"},
+		"NaN jitter":    {WithBackoff(Backoff{Initial: time.Second, Factor: 2, Cap: time.Second, Jitter: math.NaN()}), "Jitter NaN is not finite"},
+		"inf jitter":    {WithBackoff(Backoff{Initial: time.Second, Factor: 2, Cap: time.Second, Jitter: math.Inf(1)}), "Jitter +Inf is not finite"},
 		"cap":           {WithBackoff(Backoff{Initial: time.Second, Factor: 2, Cap: time.Millisecond}), "Cap 1ms is below Initial 1s"},
 		"watch timeout": {WithMinWatchTimeout(time.Millisecond), "minimum watch timeout 1ms"},
 		"idle timeout":  {WithStreamingIdleTimeout(0), "streaming idle timeout 0s is not positive"},
