@@ -60,6 +60,11 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 		if err != nil {
 			return nil, fmt.Errorf("informer.NewCacheWith: invalid informer options: %w", err)
 		}
+		if c.resource != nil {
+			// It would label every informer of the cache alike, and
+			// their gauges would add up in one series.
+			return nil, fmt.Errorf("informer.NewCacheWith: WithResource(%s) labels one informer's metrics; the cache labels each of its informers with its own resource", c.resource.String())
+		}
 		if m := c.metrics; m != nil {
 			if err := m.Register(crmetrics.Registry); err != nil {
 				return nil, fmt.Errorf("registering leaninformer metrics with controller-runtime: %w", err)
@@ -70,9 +75,10 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 			// caller's keeps controller-runtime's DeepCopy on reads.
 			opts = c.cacheOptions(opts)
 			opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-				// controller-runtime knows the kinds of its scheme, CRDs
-				// included; label the metrics with it.
-				informerOpts := append([]Option{WithResource(resourceOf(obj, s))}, options...)
+				// controller-runtime knows the kinds of its scheme and,
+				// through its RESTMapper, their resources, CRDs included;
+				// label the metrics with them.
+				informerOpts := append([]Option{WithResource(resourceOf(obj, s, opts.Mapper))}, options...)
 				if gvk, err := apiutil.GVKForObject(obj, s); err == nil {
 					informerOpts = append(informerOpts, withReadKind(gvk))
 				}

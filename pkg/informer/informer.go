@@ -167,7 +167,7 @@ func NewSharedIndexInformerWithOptions(lw toolscache.ListerWatcher, exampleObjec
 	if description == "" && exampleObject != nil {
 		description = fmt.Sprintf("%T", exampleObject)
 	}
-	gvr := resourceOf(exampleObject, defaultScheme)
+	gvr := resourceOf(exampleObject, defaultScheme, nil)
 	if cfg.resource != nil {
 		gvr = *cfg.resource
 	}

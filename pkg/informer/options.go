@@ -219,6 +219,8 @@ func WithMetrics(m *metrics.Metrics) Option {
 // WithResource sets the group, version and resource that label the
 // informer's metrics. By default they are derived from the example object:
 // its kind when set, else client-go's scheme, with the kind's usual plural.
+// NewCacheWith refuses it: it labels each of its informers with its own
+// resource, from the manager's scheme and RESTMapper.
 func WithResource(gvr schema.GroupVersionResource) Option {
 	return func(c *config) { c.resource = &gvr }
 }

@@ -248,3 +248,14 @@ func (c *listCounter) lists() int {
 	defer c.mu.Unlock()
 	return c.n
 }
+
+// WithResource labels one informer; given to NewCacheWith it would label
+// every informer of the cache alike, so that the gauges of all types added
+// up in one series. NewCacheWith refuses it.
+func TestNewCacheWithRefusesWithResource(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	_, err := NewCacheWith(WithResource(gvr))(&rest.Config{Host: "https://unused.invalid"}, crcache.Options{})
+	if err == nil || !strings.Contains(err.Error(), "labels each of its informers with its own resource") {
+		t.Fatalf("NewCacheWith(WithResource(%s)): %v, want an error saying why", gvr, err)
+	}
+}

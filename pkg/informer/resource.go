@@ -10,11 +10,12 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// resourceOf guesses the group, version and resource of an informer's
-// objects for metric labels: from the object's kind if set (unstructured and
-// metadata-only objects), else from client-go's scheme; the resource name is
-// the usual plural of the kind.
-func resourceOf(obj runtime.Object, s *runtime.Scheme) schema.GroupVersionResource {
+// resourceOf finds the group, version and resource of an informer's objects
+// for metric labels: the kind is the object's if set (unstructured and
+// metadata-only objects), else s's; the resource is the one mapper maps the
+// kind to (controller-runtime's knows its CRDs' plurals) or, without a
+// mapper or a mapping, the usual plural of the kind.
+func resourceOf(obj runtime.Object, s *runtime.Scheme, mapper meta.RESTMapper) schema.GroupVersionResource {
 	if obj == nil {
 		return schema.GroupVersionResource{Resource: "unknown"}
 	}
@@ -26,6 +27,11 @@ func resourceOf(obj runtime.Object, s *runtime.Scheme) schema.GroupVersionResour
 	}
 	if gvk.Kind == "" {
 		gvk.Kind = reflect.Indirect(reflect.ValueOf(obj)).Type().Name()
+	}
+	if mapper != nil {
+		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return m.Resource
+		}
 	}
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	plural.Resource = strings.ToLower(plural.Resource)

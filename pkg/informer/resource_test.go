@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,8 +30,28 @@ func TestResourceLabels(t *testing.T) {
 		{&notInScheme{}, schema.GroupVersionResource{Resource: "notinschemes"}},
 		{nil, schema.GroupVersionResource{Resource: "unknown"}},
 	} {
-		if got := resourceOf(tc.obj, defaultScheme); got != tc.want {
+		if got := resourceOf(tc.obj, defaultScheme, nil); got != tc.want {
 			t.Errorf("resourceOf(%T) = %v, want %v", tc.obj, got, tc.want)
 		}
+	}
+}
+
+// With a RESTMapper (controller-runtime's cache has the manager's) the
+// resource is the mapped one: a CRD's plural need not be the guessed one.
+func TestResourceLabelsFromTheRESTMapper(t *testing.T) {
+	octopus := schema.GroupVersionKind{Group: "sea.example.com", Version: "v1", Kind: "Octopus"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.AddSpecific(octopus, octopus.GroupVersion().WithResource("octopodes"), octopus.GroupVersion().WithResource("octopus"), meta.RESTScopeNamespace)
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(octopus)
+	if got, want := resourceOf(obj, defaultScheme, mapper), octopus.GroupVersion().WithResource("octopodes"); got != want {
+		t.Errorf("with the mapper: %v, want %v", got, want)
+	}
+	if got, want := resourceOf(obj, defaultScheme, nil), octopus.GroupVersion().WithResource("octopuses"); got != want {
+		t.Errorf("without a mapper: %v, want the guess %v", got, want)
+	}
+	// A kind the mapper does not know is guessed.
+	if got, want := resourceOf(&corev1.ConfigMap{}, defaultScheme, mapper), corev1.SchemeGroupVersion.WithResource("configmaps"); got != want {
+		t.Errorf("a kind the mapper does not know: %v, want %v", got, want)
 	}
 }
