@@ -71,7 +71,7 @@ func (c *Codec) Encode(obj any) ([]byte, error) {
 		return nil, err
 	}
 	z := b.kind.compression
-	if z != nil {
+	if z != nil && b.size <= maxDecompressed { // Decode refuses to decompress more
 		if coder := z.coder.Load(); coder != nil {
 			return compress(b, coder)
 		}

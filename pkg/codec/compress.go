@@ -33,9 +33,15 @@ const (
 
 // kindCompression is the compression state of one kind.
 type kindCompression struct {
-	mu      sync.Mutex // guards samples and failed
-	samples [][]byte   // encodings kept for the dictionary; nil once made
-	failed  error      // why no dictionary could be made: the kind stays uncompressed
+	mu sync.Mutex // guards the fields up to coder
+	// samples are the latest encodings, as many as the dictionary can use
+	// (the last maxDictSize bytes): older ones are let go, so that a kind
+	// that never reaches TrainingSamples does not keep stale encodings of
+	// its objects for ever. nil once the dictionary is made.
+	samples     [][]byte
+	sampleBytes int   // the bytes of samples
+	seen        int   // encodings sampled so far
+	failed      error // why no dictionary could be made: the kind stays uncompressed
 
 	coder atomic.Pointer[dictCoder] // nil until the dictionary is made
 }
@@ -54,12 +60,19 @@ func (z *kindCompression) sample(body []byte) {
 	if z.coder.Load() != nil || z.failed != nil {
 		return
 	}
+	z.seen++
 	z.samples = append(z.samples, body)
-	if len(z.samples) < TrainingSamples {
+	z.sampleBytes += len(body)
+	for len(z.samples) > 1 && z.sampleBytes-len(z.samples[0]) >= maxDictSize {
+		z.sampleBytes -= len(z.samples[0])
+		z.samples[0] = nil
+		z.samples = z.samples[1:]
+	}
+	if z.seen < TrainingSamples {
 		return
 	}
 	coder, err := newDictCoder(z.samples)
-	z.samples = nil
+	z.samples, z.sampleBytes = nil, 0
 	if err != nil {
 		z.failed = err
 		return

@@ -158,6 +158,52 @@ func TestCompressionOfLargeObjects(t *testing.T) {
 	if want := fmt.Sprint(TrainingSamples) + filler; got.(*corev1.ConfigMap).Data["config"] != want {
 		t.Fatal("the round trip changed the value")
 	}
+
+	// Decode refuses to decompress more than maxDecompressed (a damaged
+	// length must not allocate without bound): an object larger than that
+	// is stored uncompressed, or it could never be read back.
+	huge := withFields("huge")
+	huge.Data = map[string]string{"config": strings.Repeat("x", maxDecompressed+1)}
+	data, err := zc.Encode(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := binary.Uvarint(data); v&1 == 1 {
+		t.Errorf("an object of %d bytes was compressed, over what Decode decompresses", len(huge.Data["config"]))
+	}
+	got, err = zc.Decode(data)
+	if err != nil {
+		t.Fatalf("Decode of an object over %d bytes: %v", maxDecompressed, err)
+	}
+	if got.(*corev1.ConfigMap).Data["config"] != huge.Data["config"] {
+		t.Fatal("the round trip changed the huge value")
+	}
+}
+
+// TestCompressionKeepsOnlyTheSamplesItUses: until a kind's dictionary is
+// made, its samples are the latest encodings the dictionary can use (its
+// last maxDictSize bytes); older ones are let go, so that a kind that never
+// reaches TrainingSamples does not keep stale encodings for ever.
+func TestCompressionKeepsOnlyTheSamplesItUses(t *testing.T) {
+	zc := New(WithCompression())
+	filler := strings.Repeat("a line of a ConfigMap value\n", 350) // ~10 KB
+	for i := range TrainingSamples - 1 {
+		cm := withFields(fmt.Sprint("cm-", i))
+		cm.Data = map[string]string{"config": fmt.Sprint(i) + filler}
+		if _, err := zc.Encode(cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	z := zc.kinds.snapshot.Load().kinds[0].compression
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	held := 0
+	for _, s := range z.samples {
+		held += len(s)
+	}
+	if last := len(z.samples[len(z.samples)-1]); held-len(z.samples[0]) >= maxDictSize || held > maxDictSize+last {
+		t.Errorf("%d samples of %d encodings keep %d bytes, want no more than the dictionary's %d and one sample", len(z.samples), TrainingSamples-1, held, maxDictSize)
+	}
 }
 
 // firstCompressed returns a compressing Codec that has encoded the first
