@@ -20,28 +20,33 @@ import (
 // bytes are writable, and a write through one object would show in every
 // other. A slice with spare capacity is replaced by a copy of its exact
 // length, as DeepCopy would make it. Nothing else changes: the object
-// encodes, compares and deep-copies as before.
+// encodes, compares and deep-copies as before. A value that points back at
+// itself (only one built in the process can) is walked only so far (10,000
+// levels, 2^20 pointers, slices, maps and interfaces in all); strings past
+// that are left as they are.
 //
 // The caller must own obj: no other goroutine may read it meanwhile (an
 // informer's transform owns the freshly decoded object it is given).
 func (t *Table) Object(obj any) any {
+	w := walker{t: t}
 	switch o := obj.(type) {
 	case nil:
 	case *unstructured.Unstructured:
 		if o != nil {
-			t.jsonObject(o.Object, true)
+			w.jsonObject(o.Object, true)
 		}
 	case *unstructured.UnstructuredList:
 		if o != nil {
-			t.jsonObject(o.Object, true)
+			w.jsonObject(o.Object, true)
 			for i := range o.Items {
-				t.jsonObject(o.Items[i].Object, true)
+				w.jsonObject(o.Items[i].Object, true)
 			}
 		}
 	default:
 		v := reflect.ValueOf(obj)
-		if v.Kind() == reflect.Pointer && !v.IsNil() {
-			t.walk(v.UnsafePointer(), planFor(v.Type().Elem()))
+		if v.Kind() == reflect.Pointer && !v.IsNil() && w.enter() {
+			w.walk(v.UnsafePointer(), planFor(v.Type().Elem()))
+			w.leave()
 		}
 	}
 	return obj
@@ -62,7 +67,12 @@ var uniqueMetadata = map[string]bool{"name": true, "uid": true, "resourceVersion
 // jsonObject interns the keys and values of a JSON object as
 // encoding/json decodes it. At the top of an object (top), the values that
 // identify it are left alone.
-func (t *Table) jsonObject(m map[string]any, top bool) {
+func (w *walker) jsonObject(m map[string]any, top bool) {
+	if m == nil || !w.enter() {
+		return
+	}
+	defer w.leave()
+	t := w.t
 	for k, v := range m {
 		ck := t.String(k)
 		changed := unsafe.StringData(ck) != unsafe.StringData(k)
@@ -73,12 +83,12 @@ func (t *Table) jsonObject(m map[string]any, top bool) {
 			}
 		case map[string]any:
 			if top && k == "metadata" {
-				t.metadata(x)
+				w.metadata(x)
 			} else {
-				t.jsonObject(x, false)
+				w.jsonObject(x, false)
 			}
 		case []any:
-			t.jsonArray(x)
+			w.jsonArray(x)
 		}
 		if changed {
 			m[ck] = v
@@ -87,7 +97,12 @@ func (t *Table) jsonObject(m map[string]any, top bool) {
 }
 
 // metadata interns an unstructured object's metadata but its identity.
-func (t *Table) metadata(m map[string]any) {
+func (w *walker) metadata(m map[string]any) {
+	if m == nil || !w.enter() {
+		return
+	}
+	defer w.leave()
+	t := w.t
 	for k, v := range m {
 		ck := t.String(k)
 		changed := unsafe.StringData(ck) != unsafe.StringData(k)
@@ -100,9 +115,9 @@ func (t *Table) metadata(m map[string]any) {
 				v, changed = c, true
 			}
 		case map[string]any:
-			t.jsonObject(x, false)
+			w.jsonObject(x, false)
 		case []any:
-			t.jsonArray(x)
+			w.jsonArray(x)
 		}
 		if changed {
 			m[ck] = v
@@ -110,7 +125,12 @@ func (t *Table) metadata(m map[string]any) {
 	}
 }
 
-func (t *Table) jsonArray(a []any) {
+func (w *walker) jsonArray(a []any) {
+	if len(a) == 0 || !w.enter() {
+		return
+	}
+	defer w.leave()
+	t := w.t
 	for i, v := range a {
 		switch x := v.(type) {
 		case string:
@@ -118,9 +138,9 @@ func (t *Table) jsonArray(a []any) {
 				a[i] = c
 			}
 		case map[string]any:
-			t.jsonObject(x, false)
+			w.jsonObject(x, false)
 		case []any:
-			t.jsonArray(x)
+			w.jsonArray(x)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -430,5 +431,73 @@ func TestObjectLeavesWhatItCannotChangeAlone(t *testing.T) {
 	}
 	if out, err := tab.Transform(&corev1.Pod{}); err != nil || out == nil {
 		t.Errorf("Transform = %v, %v", out, err)
+	}
+}
+
+// forest nests by value in a slice, so that a cycle can go through a
+// slice's array without a pointer.
+type forest struct {
+	Label string
+	Kids  []forest
+}
+
+// TestObjectStopsAtCycles: a value built in the process may point back at
+// itself, through a pointer, a slice, a map or an interface, branching or
+// not. Following it would never end (before, the walk overflowed the
+// goroutine's stack: a fatal error, not a panic). Object returns, with the
+// strings it reached interned and nothing else changed.
+func TestObjectStopsAtCycles(t *testing.T) {
+	cyclic := func() []any {
+		byPointer := &tree{Label: copyOf("pointer")}
+		byPointer.Next = byPointer
+		byPointer.Children = []*tree{byPointer, byPointer, byPointer} // branching
+		byInterface := &tree{Label: copyOf("interface")}
+		byInterface.Extra = byInterface
+		byMap := &tree{Label: copyOf("map"), ByName: map[string]tree{}}
+		byMap.ByName[copyOf("self")] = tree{Label: copyOf("in-map"), ByName: byMap.ByName}
+		bySlice := []forest{{Label: copyOf("slice")}}
+		bySlice[0].Kids = bySlice
+		content := map[string]any{"kind": copyOf("Widget"), "spec": map[string]any{"field": copyOf("value")}}
+		content["self"], content["again"] = content, content
+		list := []any{copyOf("item"), nil}
+		list[1] = list
+		content["list"] = list
+		return []any{byPointer, byInterface, byMap, &forest{Label: copyOf("root"), Kids: bySlice},
+			&unstructured.Unstructured{Object: content}}
+	}
+	tab := NewTable()
+	done := make(chan [2][]any)
+	go func() {
+		// As in TestObjectWalksRecursiveTypes, the table shares a string
+		// from its third sighting: two sets first, then the two compared.
+		sets := [][]any{cyclic(), cyclic(), cyclic(), cyclic()}
+		for _, set := range sets {
+			for _, v := range set {
+				tab.Object(v)
+			}
+		}
+		a, b := sets[2], sets[3]
+		done <- [2][]any{a, b}
+	}()
+	var got [2][]any
+	select {
+	case got = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Object has not returned after a minute on cyclic values")
+	}
+	a, b := got[0], got[1]
+	for what, pair := range map[string][2]string{
+		"pointer":   {a[0].(*tree).Label, b[0].(*tree).Label},
+		"interface": {a[1].(*tree).Label, b[1].(*tree).Label},
+		"map":       {a[2].(*tree).Label, b[2].(*tree).Label},
+		"slice":     {a[3].(*forest).Kids[0].Label, b[3].(*forest).Kids[0].Label},
+		"json":      {a[4].(*unstructured.Unstructured).Object["spec"].(map[string]any)["field"].(string), b[4].(*unstructured.Unstructured).Object["spec"].(map[string]any)["field"].(string)},
+	} {
+		if !sameBytes(pair[0], pair[1]) {
+			t.Errorf("%s: %q is not shared", what, pair[0])
+		}
+	}
+	if p := a[0].(*tree); p.Next != p || len(p.Children) != 3 || p.Children[2] != p {
+		t.Error("the pointer cycle was changed")
 	}
 }

@@ -148,8 +148,40 @@ func mayHoldStrings(p *plan) bool {
 	return !p.ready || len(p.ops) > 0
 }
 
+// A walk stops going deeper past maxDepth levels (pointers, slices, maps
+// and interfaces walked into) and stops going anywhere after maxSteps of
+// them: no decoded object comes near either (JSON decoding stops at 10,000
+// levels; an object of etcd's 1.5 MiB holds far fewer containers), but one
+// built in the process may point back at itself, directly or through a
+// slice, map or interface, and following it would never end or, branching,
+// not in any useful time. Strings not reached are left as they are.
+const (
+	maxDepth = 10_000
+	maxSteps = 1 << 20
+)
+
+// walker is one Object call's walk through a value.
+type walker struct {
+	t            *Table
+	depth, steps int
+}
+
+// enter is called before walking into a pointer, slice, map or interface,
+// and reports whether to; each enter that returns true needs a leave.
+func (w *walker) enter() bool {
+	if w.depth >= maxDepth || w.steps >= maxSteps {
+		return false
+	}
+	w.depth++
+	w.steps++
+	return true
+}
+
+func (w *walker) leave() { w.depth-- }
+
 // walk interns the strings of the value at ptr, of the type p was built for.
-func (t *Table) walk(ptr unsafe.Pointer, p *plan) {
+func (w *walker) walk(ptr unsafe.Pointer, p *plan) {
+	t := w.t
 	for i := range p.ops {
 		o := &p.ops[i]
 		field := unsafe.Add(ptr, o.off)
@@ -160,21 +192,26 @@ func (t *Table) walk(ptr unsafe.Pointer, p *plan) {
 				*s = c
 			}
 		case opPointer:
-			if elem := *(*unsafe.Pointer)(field); elem != nil {
-				t.walk(elem, o.elem)
+			if elem := *(*unsafe.Pointer)(field); elem != nil && w.enter() {
+				w.walk(elem, o.elem)
+				w.leave()
 			}
 		case opSlice:
 			s := (*sliceHeader)(field)
 			if uintptr(s.cap-s.len)*o.elem.size >= minTrim {
 				trim(reflect.NewAt(o.typ, field).Elem())
 			}
-			for j := range s.len {
-				t.walk(unsafe.Add(s.data, uintptr(j)*o.elem.size), o.elem)
+			if s.len > 0 && w.enter() {
+				data := s.data
+				for j := range s.len {
+					w.walk(unsafe.Add(data, uintptr(j)*o.elem.size), o.elem)
+				}
+				w.leave()
 			}
 		case opMap:
-			t.walkMap(reflect.NewAt(o.typ, field).Elem())
+			w.walkMap(reflect.NewAt(o.typ, field).Elem())
 		case opInterface:
-			t.walkInterface(reflect.NewAt(o.typ, field).Elem())
+			w.walkInterface(reflect.NewAt(o.typ, field).Elem())
 		}
 	}
 }
@@ -198,10 +235,11 @@ var stringMapType = reflect.TypeFor[map[string]string]()
 // walkMap interns the keys and values of the map m. Assigning to an existing
 // key replaces the key the map holds with the one given, which is how the
 // canonical key gets in.
-func (t *Table) walkMap(m reflect.Value) {
+func (w *walker) walkMap(m reflect.Value) {
 	if m.IsNil() {
 		return
 	}
+	t := w.t
 	switch m.Type() {
 	case stringMapType: // labels, annotations, data: the common case, without reflection
 		mm := m.Interface().(map[string]string)
@@ -213,15 +251,16 @@ func (t *Table) walkMap(m reflect.Value) {
 		}
 		return
 	case jsonObjectType:
-		t.jsonObject(m.Interface().(map[string]any), false)
+		w.jsonObject(m.Interface().(map[string]any), false)
 		return
 	}
 	kt, et := m.Type().Key(), m.Type().Elem()
 	stringKeys := kt.Kind() == reflect.String
 	elem := planFor(et)
-	if !stringKeys && len(elem.ops) == 0 {
+	if !stringKeys && len(elem.ops) == 0 || !w.enter() {
 		return
 	}
+	defer w.leave()
 	iter := m.MapRange()
 	for iter.Next() {
 		k, v := iter.Key(), iter.Value()
@@ -236,7 +275,7 @@ func (t *Table) walkMap(m reflect.Value) {
 			// Map elements are not addressable: walk a copy and store it.
 			c := reflect.New(et).Elem()
 			c.Set(v)
-			t.walk(c.Addr().UnsafePointer(), elem)
+			w.walk(c.Addr().UnsafePointer(), elem)
 			v, changed = c, true
 		}
 		if changed {
@@ -249,10 +288,11 @@ var jsonObjectType = reflect.TypeFor[map[string]any]()
 
 // walkInterface interns what the interface v holds: a struct behind a
 // pointer, a map, a slice's elements or, by replacing it, a string.
-func (t *Table) walkInterface(v reflect.Value) {
+func (w *walker) walkInterface(v reflect.Value) {
 	if v.IsNil() {
 		return
 	}
+	t := w.t
 	switch x := v.Interface().(type) {
 	case string:
 		if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
@@ -260,25 +300,27 @@ func (t *Table) walkInterface(v reflect.Value) {
 		}
 		return
 	case map[string]any:
-		t.jsonObject(x, false)
+		w.jsonObject(x, false)
 		return
 	case []any:
-		t.jsonArray(x)
+		w.jsonArray(x)
 		return
 	}
 	e := v.Elem()
 	switch e.Kind() {
 	case reflect.Pointer:
-		if !e.IsNil() {
-			t.walk(e.UnsafePointer(), planFor(e.Type().Elem()))
+		if !e.IsNil() && w.enter() {
+			w.walk(e.UnsafePointer(), planFor(e.Type().Elem()))
+			w.leave()
 		}
 	case reflect.Map:
-		t.walkMap(e)
+		w.walkMap(e)
 	case reflect.Slice:
-		if p := planFor(e.Type().Elem()); len(p.ops) > 0 {
+		if p := planFor(e.Type().Elem()); len(p.ops) > 0 && e.Len() > 0 && w.enter() {
 			for j := range e.Len() {
-				t.walk(e.Index(j).Addr().UnsafePointer(), p)
+				w.walk(e.Index(j).Addr().UnsafePointer(), p)
 			}
+			w.leave()
 		}
 	}
 }
