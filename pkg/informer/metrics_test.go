@@ -393,3 +393,32 @@ func TestShortWatchesAreWatchesDropped(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartEventsAreNotWatchEvents: leaninformer_watch_events_total
+// counts live watch events only; a list's restart and pages are not counted
+// (they were, under type="", for a while).
+func TestRestartEventsAreNotWatchEvents(t *testing.T) {
+	s := newServer(t, 30)
+	m := metrics.New()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	inf := newInformer(s, 0, WithMetrics(m), WithStrategy(ListWatch), WithPageSize(10))
+	stop := run(t, inf)
+	waitSynced(t, inf)
+	stop()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "leaninformer_watch_events_total" {
+			for _, series := range f.GetMetric() {
+				if value(series) != 0 {
+					t.Errorf("%s %v = %v after a list and no live event, want nothing", f.GetName(), series.GetLabel(), value(series))
+				}
+			}
+		}
+	}
+}

@@ -116,8 +116,10 @@ func (w *storeWriter) handle(ctx context.Context, ev listerwatcher.Event) error 
 	switch ev.Type {
 	case listerwatcher.RestartStart:
 		w.startReplace(ev)
+		return nil
 	case listerwatcher.RestartPage:
 		w.addPage(ctx, ev.Objects)
+		return nil
 	case listerwatcher.RestartDone:
 		return w.finishReplace(ctx, ev.ResourceVersion)
 	case listerwatcher.Added, listerwatcher.Modified:
@@ -130,7 +132,7 @@ func (w *storeWriter) handle(ctx context.Context, ev listerwatcher.Event) error 
 	default:
 		return fmt.Errorf("unknown watcher event type %v", ev.Type)
 	}
-	w.metrics.applied(ev.Type, ev.ResourceVersion)
+	w.metrics.applied(ev.Type, ev.ResourceVersion) // live events only
 	return nil
 }
 
