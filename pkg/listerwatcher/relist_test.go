@@ -220,3 +220,25 @@ func TestRelistBeforeAStreamOpensOpensNone(t *testing.T) {
 		t.Errorf("sent %v, want nothing before the requested restart", reqs)
 	}
 }
+
+// The same before a watch: a Relist pending when the watch after a list is
+// about to open (one the consumer asked for while storing the list, as a
+// sharded informer does when its range changes) becomes the next restart,
+// with no watch opened only to be cut at once.
+func TestRelistBeforeAWatchOpensOpensNone(t *testing.T) {
+	srv := newServer(t, 3)
+	w, err := New(srv.ListerWatcher(), WithStrategy(ListWatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &machine{Watcher: w, c: ConsumerFunc(func(context.Context, Event) error { return nil }),
+		logger: klog.Background(), backoff: newBackoff(w.backoff, w.clock), sizer: newPageSizer(w.pageSize, w.fixedPageSize)}
+	w.Relist()
+	next := m.watch(context.Background(), watching{rv: srv.ResourceVersion()})
+	if p, ok := next.(listing); !ok || p.reason != Requested {
+		t.Errorf("next phase %#v, want a paginated restart for the Relist", next)
+	}
+	if reqs := srv.Requests(); len(reqs) != 0 {
+		t.Errorf("sent %v, want nothing before the requested restart", reqs)
+	}
+}

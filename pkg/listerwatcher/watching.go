@@ -22,6 +22,9 @@ import (
 func (m *machine) watch(ctx context.Context, p watching) phase {
 	w := p.stream
 	if w == nil {
+		if m.relistRequested() { // as list and stream do: no watch opened for nothing
+			return m.requested(p)
+		}
 		opts := metav1.ListOptions{
 			ResourceVersion:     p.rv,
 			AllowWatchBookmarks: true,
