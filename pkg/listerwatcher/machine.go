@@ -27,6 +27,10 @@ type machine struct {
 	// opened is the watch opened last: should a step panic, it stops it if
 	// no phase did.
 	opened *openWatch
+	// announced: the consumer got a RestartStart during the current
+	// guarded step. A step's phases change in its own variables, so that
+	// should it panic, only this tells that the restart it began was seen.
+	announced bool
 	// versions is c's, if it tells its stored versions: see inOrder.
 	versions StoredVersions
 }
@@ -69,8 +73,12 @@ func (m *machine) step(ctx context.Context, ph phase) phase {
 // any other (OpPanic): a relist after the backoff, which starts the
 // consumer's restart over.
 func (m *machine) guardedStep(ctx context.Context, ph phase) (next phase) {
+	m.announced = false
 	defer utilruntime.HandleCrashWithContext(ctx, func(ctx context.Context, r any) {
 		m.stopOpened()
+		if m.announced {
+			ph = announced(ph) // the restart after the panic tells why
+		}
 		next = m.fail(ctx, ph, OpPanic, &PanicError{Value: r})
 	})
 	return m.step(ctx, ph)
@@ -203,6 +211,9 @@ func (m *machine) pause(ctx context.Context, p backingOff) phase {
 // deliver hands ev to the consumer. It returns ctx's error once ctx ended,
 // and the consumer's error saying which event it failed on.
 func (m *machine) deliver(ctx context.Context, ev Event) error {
+	if ev.Type == RestartStart {
+		m.announced = true
+	}
 	err := m.c.Handle(ctx, ev)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -64,8 +64,33 @@ func TestConsumerPanicRelistsAfterBackoff(t *testing.T) {
 	h.watchStarted()
 }
 
+// A panic in the middle of a paginated restart whose RestartStart the
+// consumer got: the restart starts over, telling why (Error), as after any
+// failure once the consumer saw the restart begin (fault table row 29).
+// The step's phase had changed only in its own variables, so the restart
+// after the panic was told Initial again.
+func TestConsumerPanicWhileListing(t *testing.T) {
+	withoutCrashing(t)
+	srv := newServer(t, 30)
+	var panicked atomic.Bool
+	h := startHandled(t, srv, nil, func(_ context.Context, ev Event) error {
+		if ev.Type == RestartPage && panicked.CompareAndSwap(false, true) {
+			panic("transform bug")
+		}
+		return nil
+	}, WithStrategy(ListWatch), WithPageSize(10))
+	if startEv := h.nextOf(RestartStart); startEv.Reason != Initial {
+		t.Fatalf("first restart %+v, want Initial", startEv)
+	}
+	h.expectPanicFailure("transform bug")
+	h.backoff(testBackoff.Initial)
+	if startEv, names, _ := h.restart(); startEv.Reason != Error || len(names) != 30 {
+		t.Errorf("restart after the panic %+v with %d objects, want reason Error with 30", startEv, len(names))
+	}
+}
+
 // A panic in the middle of a streamed restart's initial events: the stream
-// is stopped, and the restart starts over.
+// is stopped, and the restart starts over, telling why.
 func TestConsumerPanicWhileStreaming(t *testing.T) {
 	withoutCrashing(t)
 	srv := newServer(t, 3)
@@ -82,8 +107,8 @@ func TestConsumerPanicWhileStreaming(t *testing.T) {
 		t.Errorf("%d watches open after the panic, want the stream stopped", n)
 	}
 	h.backoff(testBackoff.Initial)
-	if startEv, names, _ := h.restart(); startEv.Strategy != StreamingList || len(names) != 3 {
-		t.Errorf("restart %+v with %v, want a streamed one with 3 objects", startEv, names)
+	if startEv, names, _ := h.restart(); startEv.Strategy != StreamingList || startEv.Reason != Error || len(names) != 3 {
+		t.Errorf("restart %+v with %v, want a streamed one for Error with 3 objects", startEv, names)
 	}
 }
 

@@ -83,6 +83,20 @@ func relistFrom(ph phase) string {
 	return ""
 }
 
+// announced returns ph, a restart whose RestartStart the consumer got, so
+// marked.
+func announced(ph phase) phase {
+	switch p := ph.(type) {
+	case listing:
+		p.announced = true
+		return p
+	case streaming:
+		p.announced = true
+		return p
+	}
+	return ph
+}
+
 // reasonAfter returns the reason of the restart that follows a failure in ph
 // calling for reason: a live watch always takes it, a restart keeps its own
 // until the consumer saw it begin.
