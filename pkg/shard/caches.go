@@ -61,9 +61,13 @@ func (m *Member) CachesHold(h uint64) bool {
 
 // Assigned reports whether the assignment over the live members, as this
 // member last computed it, gives it hash h: a request for h that the member
-// does not serve yet is its own soon, and is worth retrying.
+// does not serve yet is its own soon, and is worth retrying. Until the
+// member has computed its first assignment (it lists the group's Leases
+// first), every hash may be its own, and Assigned is true: a controller
+// that starts with the member must not drop what it is handed meanwhile.
+// Once Start has returned, nothing is.
 func (m *Member) Assigned(h uint64) bool {
 	m.gate.mu.Lock()
 	defer m.gate.mu.Unlock()
-	return m.gate.assigned.Contains(h)
+	return !m.gate.assignedYet || m.gate.assigned.Contains(h)
 }

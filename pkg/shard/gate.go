@@ -21,8 +21,10 @@ type gate struct {
 
 	mu      sync.Mutex
 	serving Range
-	// assigned is what the assignment gives the member, served or not yet.
-	assigned Range
+	// assigned is what the assignment gives the member, served or not yet;
+	// assignedYet says the member has computed one (or retired).
+	assigned    Range
+	assignedYet bool
 	// validUntil is when the member must stop serving unless its Lease was
 	// renewed: the send time of the last acknowledged write plus the renew
 	// deadline. begin checks it, and a watchdog timer cancels the work in
@@ -141,7 +143,7 @@ func (g *gate) expire(generation uint64) {
 func (g *gate) assign(r Range) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.assigned = r
+	g.assigned, g.assignedYet = r, true
 }
 
 // fence stops serving at once and cancels the work in flight: the member

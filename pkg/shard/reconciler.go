@@ -30,7 +30,10 @@ const RetryAfter = 200 * time.Millisecond
 //     m does not serve yet (another member still hands it over) or whose
 //     range a sharded cache is still relisting, is retried after RetryAfter:
 //     it is this replica's soon, and an event that arrived during the
-//     hand-over is not lost.
+//     hand-over is not lost. So is every request before m has computed its
+//     first assignment (see Assigned): the manager starts controllers and
+//     m together, and what a controller is handed meanwhile (its primary
+//     objects' initial adds, if they are not sharded) comes only once.
 //   - A request for an object of another member, or whose key is unknown
 //     (key says !ok, for example an object not in the cache), is dropped
 //     with a nil error: the owner's informers deliver it there.

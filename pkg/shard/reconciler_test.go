@@ -100,6 +100,13 @@ func TestReconcilerRetriesWhatIsComing(t *testing.T) {
 	}))
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "x"}}
 
+	// Before the member's first assignment (the manager starts the
+	// controllers with it) every request may be its own: retried, not
+	// dropped for good, for nothing would send it again.
+	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != RetryAfter || calls != 0 {
+		t.Fatalf("before the first assignment: %+v, %v, %d calls; want a retry", res, err, calls)
+	}
+
 	m.gate.assign(FullRange()) // assigned, not served: another member still hands it over
 	if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != RetryAfter {
 		t.Fatalf("assigned, not served: %+v, %v", res, err)
