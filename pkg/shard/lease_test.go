@@ -70,7 +70,7 @@ func TestOptionsAreValidated(t *testing.T) {
 		{"ctl", "ns", []Option{WithRenewInterval(10 * time.Second)}, "WithRenewInterval(10s)"},
 		{"ctl", "ns", []Option{WithLeaseDuration(500 * time.Millisecond)}, "WithLeaseDuration(500ms)"},
 		{"ctl", "ns", []Option{WithBuckets(0)}, "WithBuckets(0)"},
-		{"ctl", "ns", []Option{WithBuckets(MaxBuckets + 1)}, "WithBuckets(65537)"},
+		{"ctl", "ns", []Option{WithBuckets(MaxBuckets + 1)}, "WithBuckets(2049)"},
 		{"ctl", "ns", []Option{WithKey("object.metadata.name")}, "WithKey"},
 		{"ctl", "ns", []Option{WithStopTimeout(0)}, "WithStopTimeout(0s)"},
 		{"ctl", "ns", []Option{WithIdentity("Not_A_Name")}, "WithIdentity(\"Not_A_Name\")"},

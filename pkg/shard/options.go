@@ -27,9 +27,14 @@ const (
 	DefaultStopTimeout   = 30 * time.Second
 )
 
-// MaxBuckets bounds WithBuckets: the assignment sorts buckets x members
-// pairs on every change of the members.
-const MaxBuckets = 1 << 16
+// MaxBuckets bounds WithBuckets. A member's range is a union of its
+// buckets, which the assignment scatters: with two members each range has
+// about a quarter as many spans as there are buckets, and the shard
+// selector sent with every LIST and WATCH has about 80 characters per span.
+// At 2048 buckets that is about 45,000 characters, well within the API
+// server's 100,000 (cel-go's bound on an expression); at 8192 the server
+// would refuse the selectors, and the informers would never sync.
+const MaxBuckets = 2048
 
 // Option configures a Member.
 type Option func(*config)
@@ -82,7 +87,7 @@ func WithStopTimeout(d time.Duration) Option { return func(c *config) { c.stopTi
 
 // WithBuckets sets how many equal buckets the hash space is cut into for
 // assignment (default DefaultBuckets). More buckets split more evenly among
-// many members but give longer selectors. Every member of a group must use
+// many members but give longer selectors (hence MaxBuckets). Every member of a group must use
 // the same count.
 func WithBuckets(n int) Option { return func(c *config) { c.buckets = n } }
 

@@ -236,3 +236,18 @@ func TestHashSpread(t *testing.T) {
 		t.Logf("%q for 0..999: %d of %d buckets used", format, len(buckets), DefaultBuckets)
 	}
 }
+
+// The selector a member's range makes stays within what the API server
+// accepts (100,000 characters) for every bucket count WithBuckets allows:
+// with two members, the worst case, and either key.
+func TestSelectorsFitTheServersBoundAtMaxBuckets(t *testing.T) {
+	for _, members := range [][]string{{"a", "b"}, {"ctl-replica-0", "ctl-replica-1"}, {"a", "b", "c"}} {
+		for _, r := range Assign(members, MaxBuckets) {
+			for _, key := range []Key{KeyUID, KeyNamespace} {
+				if n := len(r.Selector(key)); n > 100_000*3/4 {
+					t.Errorf("members %v, %d buckets: a %d-span range's selector by %s has %d characters, want well under 100,000", members, MaxBuckets, r.Terms(), key, n)
+				}
+			}
+		}
+	}
+}
