@@ -48,6 +48,18 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[stri
 	return 0
 }
 
+// registeredMetrics returns a metrics set registered on a registry of its
+// own.
+func registeredMetrics(t *testing.T) (*metrics.Metrics, *prometheus.Registry) {
+	t.Helper()
+	m := metrics.New()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return m, reg
+}
+
 func value(m *dto.Metric) float64 {
 	switch {
 	case m.Counter != nil:
@@ -62,11 +74,7 @@ func value(m *dto.Metric) float64 {
 
 func TestMetrics(t *testing.T) {
 	s := newServer(t, 30)
-	m := metrics.New()
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registeredMetrics(t)
 	inf := newInformer(s, 0, WithMetrics(m), WithStrategy(ListWatch), WithPageSize(10))
 	rec := newRecorder()
 	if _, err := inf.AddEventHandler(rec); err != nil {
@@ -282,11 +290,7 @@ func TestRestartDurationComesFromTheClock(t *testing.T) {
 		}
 		return nil
 	})
-	m := metrics.New()
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registeredMetrics(t)
 	inf := newInformer(s, 0, WithStrategy(ListWatch), WithPageSize(10), WithClock(clk), WithMetrics(m), WithSyncWarningAfter(0))
 	run(t, inf)
 	waitSynced(t, inf)
@@ -309,11 +313,7 @@ func TestRestartDurationComesFromTheClock(t *testing.T) {
 func TestHandlerLatencyComesFromTheClock(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	s := newServer(t, 4)
-	m := metrics.New()
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registeredMetrics(t)
 	inf := newInformer(s, 0, WithStrategy(ListWatch), WithClock(clk), WithMetrics(m), WithSyncWarningAfter(0))
 	rec := newRecorder()
 	rec.onCall = func(call) { clk.Step(250 * time.Millisecond) }
@@ -371,11 +371,7 @@ func TestShortWatchesAreWatchesDropped(t *testing.T) {
 	cm := map[string]string{"group": "", "version": "v1", "resource": "configmaps"}
 	for _, dropped := range []bool{false, true} {
 		s := newServer(t, 3)
-		m := metrics.New()
-		reg := prometheus.NewRegistry()
-		if err := m.Register(reg); err != nil {
-			t.Fatal(err)
-		}
+		m, reg := registeredMetrics(t)
 		inf := newInformer(s, 0, WithMetrics(m), WithStrategy(ListWatch))
 		stop := run(t, inf)
 		waitSynced(t, inf)
@@ -399,11 +395,7 @@ func TestShortWatchesAreWatchesDropped(t *testing.T) {
 // (they were, under type="", for a while).
 func TestRestartEventsAreNotWatchEvents(t *testing.T) {
 	s := newServer(t, 30)
-	m := metrics.New()
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
-	}
+	m, reg := registeredMetrics(t)
 	inf := newInformer(s, 0, WithMetrics(m), WithStrategy(ListWatch), WithPageSize(10))
 	stop := run(t, inf)
 	waitSynced(t, inf)
