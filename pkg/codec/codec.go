@@ -58,7 +58,9 @@ type body struct {
 // holding a runtime.RawExtension with an Object (protobuf writes Raw
 // alone; the API server sends Raw only), unstructured
 // content holding values that JSON cannot represent (Go ints, NaN, invalid
-// UTF-8, ...), and a kind beyond the first MaxKinds distinct ones.
+// UTF-8, content that holds itself, ...) or that decoding would refuse
+// (more than 10,000 maps and slices deep, a map of more than 2,097,152
+// entries), and a kind beyond the first MaxKinds distinct ones.
 func (c *Codec) Encode(obj any) ([]byte, error) {
 	var b body
 	var err error

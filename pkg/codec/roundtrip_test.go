@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -215,6 +216,10 @@ func TestEncodeRefusesWhatItCannotGiveBack(t *testing.T) {
 		{"invalid UTF-8", withField("name", "\xff"), "object.name: string is not valid UTF-8"},
 		{"a nested nil map", withField("spec", map[string]any{"list": []any{map[string]any(nil)}}), "object.spec.list[0]: nil map"},
 		{"a []string", withField("args", []string{"a"}), "object.args: []string is not a JSON value"},
+		{"a map that contains itself", withField("spec", selfMap()), "object.spec.self.self.self.self.self.self.self...(9984 more)....self.self.self.self.self.self.self.self: nested more than 10000"},
+		{"a slice that contains itself", withField("list", selfSlice()), "object.list[0][0][0][0][0][0][0]...(9984 more)...[0][0][0][0][0][0][0][0]: nested more than 10000"},
+		{"content nested deeper than decoding allows", withField("spec", nested(maxNesting)), "...(9984 more)....a.a.a.a.a.a.a.a: nested more than 10000"},
+		{"a map larger than decoding allows", withField("spec", wideMap(maxMapPairs+1)), "object.spec: map of 2097153 entries, more than the 2097152"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New().Encode(tc.obj)
@@ -223,6 +228,60 @@ func TestEncodeRefusesWhatItCannotGiveBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeepestContentRoundTrips: content exactly as deep as decoding
+// allows is kept encoded (the bound of Encode's check is decoding's, not
+// tighter). A map of maxMapPairs entries round-trips too, and one more
+// fails to decode, but that takes seconds, so it is left out.
+func TestDeepestContentRoundTrips(t *testing.T) {
+	for name, obj := range map[string]*unstructured.Unstructured{
+		"deep": withField("spec", nested(maxNesting-1)),
+	} {
+		c := New()
+		data, err := c.Encode(obj)
+		if err != nil {
+			t.Fatalf("%s: Encode: %v", name, err)
+		}
+		got, err := c.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: Decode: %v", name, err)
+		}
+		if !reflect.DeepEqual(got.(*unstructured.Unstructured).Object, obj.Object) {
+			t.Fatalf("%s: decoded content differs", name)
+		}
+	}
+}
+
+// selfMap returns a map holding itself under "self".
+func selfMap() map[string]any {
+	m := map[string]any{"a": int64(1)}
+	m["self"] = m
+	return m
+}
+
+// selfSlice returns a slice holding itself.
+func selfSlice() []any {
+	s := []any{nil}
+	s[0] = s
+	return s
+}
+
+// nested returns n maps, each the "a" of the one around it.
+func nested(n int) map[string]any {
+	m := map[string]any{"leaf": true}
+	for range n - 1 {
+		m = map[string]any{"a": m}
+	}
+	return m
+}
+
+func wideMap(n int) map[string]any {
+	m := make(map[string]any, n)
+	for i := range n {
+		m[strconv.Itoa(i)] = nil
+	}
+	return m
 }
 
 func withField(name string, v any) *unstructured.Unstructured {

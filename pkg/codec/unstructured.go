@@ -21,7 +21,7 @@ func (c *Codec) unstructuredBody(u *unstructured.Unstructured) (body, error) {
 		// Decoding gives an empty, non-nil content: not what was stored.
 		return body{}, fmt.Errorf("%w: unstructured object without content", ErrUnsupported)
 	}
-	if err := checkJSONValue(u.Object); err != nil {
+	if err := checkJSONValue(u.Object, 1); err != nil {
 		return body{}, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
 	id, k, err := c.kinds.id(kind{unstructured: true, typ: unstructuredType})
@@ -46,11 +46,26 @@ func decodeUnstructured(data []byte) (any, error) {
 	return &unstructured.Unstructured{Object: content}, nil
 }
 
-// checkJSONValue returns an error unless v holds only what decoding JSON
-// into unstructured content produces, so that CBOR gives it back exactly:
-// maps with string keys, slices, valid UTF-8 strings, int64s, finite
-// float64s, bools and nils.
-func checkJSONValue(v any) *invalidValue {
+// The bounds of apimachinery's CBOR decoding (the same as its JSON
+// decoding's): content past them encodes, but would never decode again.
+const (
+	maxNesting  = 10000   // maps and slices, one inside the other
+	maxMapPairs = 2097152 // entries of one map
+)
+
+// checkJSONValue returns an error unless v, at the given nesting depth
+// (1 for an object's content), holds only what decoding JSON into
+// unstructured content produces, so that CBOR gives it back exactly: maps
+// with string keys, slices, valid UTF-8 strings, int64s, finite float64s,
+// bools and nils, nested at most maxNesting deep. The depth bound also
+// ends the walk of content that contains itself, which JSON cannot hold.
+func checkJSONValue(v any, depth int) *invalidValue {
+	switch v.(type) {
+	case map[string]any, []any:
+		if depth > maxNesting {
+			return &invalidValue{reason: fmt.Sprintf("nested more than %d maps and slices deep (or contains itself)", maxNesting)}
+		}
+	}
 	switch v := v.(type) {
 	case nil, bool, int64:
 		return nil
@@ -67,11 +82,14 @@ func checkJSONValue(v any) *invalidValue {
 			// CBOR's null decodes as a nil interface, not a nil map.
 			return &invalidValue{reason: "nil map"}
 		}
+		if len(v) > maxMapPairs {
+			return &invalidValue{reason: fmt.Sprintf("map of %d entries, more than the %d that decoding allows", len(v), maxMapPairs)}
+		}
 		for k, e := range v {
 			if !utf8.ValidString(k) {
 				return &invalidValue{reason: fmt.Sprintf("key %q is not valid UTF-8", k)}
 			}
-			if err := checkJSONValue(e); err != nil {
+			if err := checkJSONValue(e, depth+1); err != nil {
 				err.path = append(err.path, "."+k)
 				return err
 			}
@@ -81,7 +99,7 @@ func checkJSONValue(v any) *invalidValue {
 			return &invalidValue{reason: "nil slice"}
 		}
 		for i, e := range v {
-			if err := checkJSONValue(e); err != nil {
+			if err := checkJSONValue(e, depth+1); err != nil {
 				err.path = append(err.path, fmt.Sprintf("[%d]", i))
 				return err
 			}
@@ -91,6 +109,9 @@ func checkJSONValue(v any) *invalidValue {
 	}
 	return nil
 }
+
+// pathEnds is how many steps of a long path an error names at each end.
+const pathEnds = 8
 
 // invalidValue says where unstructured content holds what JSON cannot.
 type invalidValue struct {
@@ -102,6 +123,13 @@ func (e *invalidValue) Error() string {
 	var b strings.Builder
 	b.WriteString("object")
 	for i := len(e.path) - 1; i >= 0; i-- {
+		if i == len(e.path)-1-pathEnds && len(e.path) > 2*pathEnds+1 {
+			// A path through thousands of levels would swamp a log line:
+			// name its ends only.
+			fmt.Fprintf(&b, "...(%d more)...", len(e.path)-2*pathEnds)
+			i = pathEnds
+			continue
+		}
 		b.WriteString(e.path[i])
 	}
 	return b.String() + ": " + e.reason
