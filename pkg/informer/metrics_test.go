@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -410,6 +411,44 @@ func TestRestartEventsAreNotWatchEvents(t *testing.T) {
 				if value(series) != 0 {
 					t.Errorf("%s %v = %v after a list and no live event, want nothing", f.GetName(), series.GetLabel(), value(series))
 				}
+			}
+		}
+	}
+}
+
+// TestCanceledListsAreNotFailures: a LIST cut short by the informer
+// stopping is counted as canceled, not as an error, whether the client
+// wraps the context's error (client-go's REST client returns a *url.Error)
+// or the call is a context-less one the pipeline gave up waiting for.
+func TestCanceledListsAreNotFailures(t *testing.T) {
+	for _, contextLess := range []bool{false, true} {
+		s := newServer(t, 3)
+		listing := make(chan struct{}, 1)
+		hung := make(chan struct{})
+		s.SetFault(func(ctx context.Context, req fake.Request) error {
+			if req.Verb != "list" {
+				return nil
+			}
+			listing <- struct{}{}
+			select {
+			case <-ctx.Done():
+			case <-hung:
+			}
+			return &url.Error{Op: "Get", URL: "https://apiserver/api/v1/configmaps", Err: context.Canceled}
+		})
+		m, reg := registeredMetrics(t)
+		lw := toolscache.ListerWatcher(s.ListerWatcher())
+		if contextLess {
+			lw = &toolscache.ListWatch{ListFunc: s.ListerWatcher().List, WatchFunc: s.ListerWatcher().Watch} //nolint:staticcheck // SA1019: the context-less path is under test
+		}
+		inf := NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, toolscache.SharedIndexInformerOptions{}, WithMetrics(m), WithStrategy(ListWatch), WithBackoff(fastBackoff))
+		stop := run(t, inf)
+		<-listing
+		stop()
+		close(hung)
+		for result, want := range map[string]float64{"canceled": 1, "error": 0} {
+			if got := gathered(t, reg, "leaninformer_list_requests_total", map[string]string{"result": result}); got != want {
+				t.Errorf("context-less: %v; list_requests_total{result=%q} = %v after the informer stopped during its LIST, want %v", contextLess, result, got, want)
 			}
 		}
 	}

@@ -15,6 +15,7 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -77,7 +78,7 @@ func New() *Metrics {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, withResource(extra...))
 	}
 	return &Metrics{
-		listRequests:    counter("list_requests_total", "LIST requests sent, by result (success or error).", "result"),
+		listRequests:    counter("list_requests_total", "LIST requests sent, by result: success, error, or canceled (ended by the informer stopping).", "result"),
 		listPages:       counter("list_pages_total", "Pages handed to the store during restarts: LIST pages or batches of streamed initial events, by strategy.", "strategy"),
 		restarts:        counter("restarts_total", "Restarts (full lists) begun, by reason: Initial, Expired (410), ExpiredContinue, Error, StreamingFallback, ConsumerError, Requested.", "reason"),
 		restartDuration: histogram("restart_duration_seconds", "Time from a restart's start to its swap into the store.", prometheus.ExponentialBuckets(0.01, 2, 15)),
@@ -224,13 +225,18 @@ func (r *Recorder) with(extra ...string) prometheus.Labels {
 	return l
 }
 
-// ListRequest counts a LIST request.
+// ListRequest counts a LIST request. One that ended because its context
+// was canceled (the informer stopped) is counted apart from failures, so
+// that stopping informers does not look like an API server in trouble.
 func (r *Recorder) ListRequest(err error) {
 	if r == nil {
 		return
 	}
 	result := "success"
-	if err != nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		result = "canceled"
+	case err != nil:
 		result = "error"
 	}
 	r.m.listRequests.With(r.with("result", result)).Inc()
