@@ -245,7 +245,9 @@ func WithWatcherOptions(opts ...listerwatcher.Option) Option {
 
 // WithClock replaces the real clock everywhere the informer reads time: the
 // watcher's backoffs and timeouts, restart durations, SyncStatus, handler
-// latencies, the resync and sync-warning tickers. For tests.
+// latencies, the resync and sync-warning tickers, and the second a handler
+// waits after it panicked (so with a fake clock, a handler that panicked is
+// called again only once the clock is stepped). For tests.
 func WithClock(clk clock.WithTicker) Option {
 	return func(c *config) { c.clock = clk }
 }
