@@ -27,7 +27,8 @@ import (
 //     (a sharded informer without server-side shard selectors) thins out
 //     before the pages get here;
 //   - no page holds more than maxPageBytes of decoded objects (estimated
-//     from a sample of the last page), or 1/maxPageShare of what the
+//     from a sample of the last page that had objects, or from
+//     unsampledObjectBytes before one had), or 1/maxPageShare of what the
 //     listing keeps where that is more (up to maxPageBytesCap), and no page
 //     is smaller than the first: never more requests than the default page
 //     size alone would need, and never more memory per page than 16 MiB or
@@ -54,6 +55,11 @@ const (
 	// sampledObjects is how many objects of each page the size estimate
 	// walks, spread over the page.
 	sampledObjects = 16
+	// unsampledObjectBytes is the decoded size the byte bound assumes
+	// before any object was seen (a client-side filter may keep none of
+	// the pages it decodes): about a typical Pod's, so that the first
+	// pages of large objects stay near maxPageBytes too.
+	unsampledObjectBytes = 4 << 10
 )
 
 // pageSizer is the page-size policy of a Run: it decides the limit of each
@@ -160,17 +166,19 @@ func (s *pageSizer) plan(p pageProgress) int64 {
 		want = (left + lists - 1) / lists
 		last = lists == 1
 	}
-	if s.objectBytes > 0 {
-		bound := s.pageBytes(p) / s.objectBytes
-		if last {
-			// The plan's last LIST takes whatever is left, up to the byte
-			// bound: a limit only caps the page, and a collection that grew
-			// since it was counted, or whose size was estimated through a
-			// filter, then needs no LIST past the plan.
-			want = bound
-		}
-		want = min(want, bound)
+	objectBytes := s.objectBytes
+	if objectBytes == 0 {
+		objectBytes = unsampledObjectBytes
 	}
+	bound := s.pageBytes(p) / objectBytes
+	if last {
+		// The plan's last LIST takes whatever is left, up to the byte
+		// bound: a limit only caps the page, and a collection that grew
+		// since it was counted, or whose size was estimated through a
+		// filter, then needs no LIST past the plan.
+		want = bound
+	}
+	want = min(want, bound)
 	return max(want, s.first)
 }
 

@@ -392,3 +392,31 @@ func (lw thirdLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) 
 	}
 	return list, meta.SetList(list, kept)
 }
+
+// A client-side filter that keeps none of the pages it decodes gives the
+// sizer no object to measure: the pages still stay within the byte bound,
+// as if each object were unsampledObjectBytes, instead of growing to an
+// eighth of the collection (one response of 125,000 decoded objects of a
+// million) or doubling without end.
+func TestPageSizerBoundsPagesBeforeAnyObjectWasSeen(t *testing.T) {
+	const n = 1_000_000
+	bound := int64(maxPageBytes / unsampledObjectBytes)
+	for _, counted := range []bool{false, true} {
+		s := newPageSizer(DefaultPageSize, false)
+		for attempt := range 2 { // initial list and relist
+			p := s.start()
+			for listed := int64(0); listed < n; {
+				if p.limit > bound {
+					t.Fatalf("remainingItemCount=%v, listing %d: a limit of %d after %d objects listed and none kept, want at most %d", counted, attempt, p.limit, listed, bound)
+				}
+				listed = min(n, listed+p.limit)
+				var remaining *int64
+				if counted && listed < n {
+					remaining = new(n - listed)
+				}
+				p = s.observe(p, nil, remaining, listed < n)
+			}
+			s.done(p)
+		}
+	}
+}
