@@ -135,7 +135,9 @@ func (c *Indexer) AbortReplace() {
 
 // AddToReplace buffers one object of a replace page and returns the object
 // actually buffered. Its key is computed on obj as given (a KeyError if it
-// cannot be). With relist reuse on, if the live generation holds an object
+// cannot be), and the object is buffered under the key of what transform
+// returns (a transform that renames stores under the new name, as live
+// writes do). With relist reuse on, if the live generation holds an object
 // with the same key, UID and non-empty resourceVersion, that live object is
 // buffered instead: obj is not kept and transform is not called (reused is
 // true). Otherwise transform, if not nil, is applied to obj first, without
@@ -163,6 +165,7 @@ func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (sto
 		return nil, false, ErrNoReplace
 	}
 	var final, own any // the (transformed) object and what stores it, once computed
+	finalKey := key    // final's key: a transform may rename
 	computed := false
 	for {
 		reused = false
@@ -176,12 +179,24 @@ func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (sto
 					if final, err = transform(obj); err != nil {
 						return nil, false, fmt.Errorf("transforming: %w", err)
 					}
+					// Stored under the transformed object's key, as a live
+					// write and client-go's store do. A transform that
+					// renames gets no reuse: the live object is under the
+					// new name, and its UID or resourceVersion would not
+					// match obj's anyway if the transform changed them.
+					if finalKey, err = c.key(final); err != nil {
+						return nil, false, err
+					}
 				}
 				own, computed = c.encode(final), true
 			}
 			stored = own
 		}
-		if done, err := c.bufferAdded(buf, key, final, stored, reused); err != nil {
+		k := key
+		if !reused {
+			k = finalKey
+		}
+		if done, err := c.bufferAdded(buf, k, final, stored, reused); err != nil {
 			return nil, false, err
 		} else if done {
 			return stored, reused, nil

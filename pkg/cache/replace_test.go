@@ -16,6 +16,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/leaninformer/leaninformer/internal/memstat"
+	"github.com/leaninformer/leaninformer/pkg/codec"
 )
 
 // fill adds n objects a/0..a/n-1 with rv "1" and returns them.
@@ -551,5 +552,46 @@ func TestPagedReplaceInPlaceHoldsLess(t *testing.T) {
 	t.Logf("held beside the store, per object: in place %d B, built beside %d B", inPlace/n, beside/n)
 	if inPlace*10 > beside*7 {
 		t.Errorf("in place holds %d B per object, built beside %d B: want at most 70%%", inPlace/n, beside/n)
+	}
+}
+
+// TestReplaceStoresUnderTheTransformedKey: a transform that renames (here
+// into another namespace) stores the listed object under the new key, as a
+// live write of the transformed object does, so that a relist replaces the
+// objects it listed instead of adding a second copy of each beside them.
+func TestReplaceStoresUnderTheTransformedKey(t *testing.T) {
+	rename := func(o any) (any, error) {
+		p := o.(*pom).DeepCopy()
+		p.Namespace = "renamed"
+		return p, nil
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"plain", nil},
+		{"plain, no reuse", []Option{WithRelistReuse(false)}},
+		{"encoded", []Option{WithCodec(codec.New())}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewIndexer(toolscache.MetaNamespaceKeyFunc, baseIndexers(), tc.opts...)
+			listed := obj("a", "x", "uid-1", "1", nil)
+			live, _ := rename(listed)
+			if err := c.Add(live); err != nil { // the live path stores what the transform returned
+				t.Fatal(err)
+			}
+			c.StartReplace()
+			mustAddToReplace(t, c, listed.DeepCopy(), rename)
+			d, err := c.FinishReplace("2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if keys := c.ListKeys(); !slices.Equal(keys, []string{"renamed/x"}) {
+				t.Fatalf("keys after the relist: %v, want [renamed/x]", keys)
+			}
+			if len(d.Deleted) != 0 || len(d.Changes) != 1 || d.Changes[0].Old == nil {
+				t.Fatalf("diff: %d deleted, changes %+v; want renamed/x changed in place", len(d.Deleted), d.Changes)
+			}
+		})
 	}
 }
