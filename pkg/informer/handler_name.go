@@ -9,9 +9,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// handlerName describes a handler for logs and HasSyncedChecker names: the
-// package-qualified type, or for ResourceEventHandlerFuncs the functions'
-// common package (or their names when they come from several).
+// handlerName describes a handler for logs, metric labels and
+// HasSyncedChecker names: the package-qualified type, or for
+// ResourceEventHandlerFuncs what the functions' names share once their last
+// element is cut: the function whose closures they are, or the receiver type
+// of method values (their full names joined by "+" when that differs).
 func handlerName(handler toolscache.ResourceEventHandler) string {
 	switch h := handler.(type) {
 	case nil:

@@ -26,7 +26,8 @@
 // LIST pages are sized so that a restart fits the burst of client-go's
 // default client-side rate limit: a first page of DefaultPageSize objects,
 // then what remains (remainingItemCount, or the previous listing's size)
-// shared over about 8 LISTs, each page at most 16 MiB of decoded objects.
+// shared over about 8 LISTs, each page at most 16 MiB of decoded objects
+// (or 2.5% of the store the list fills past 640 MiB, up to 64 MiB).
 // WithPageSize fixes every page instead.
 //
 // Watcher.Relist asks a running Watcher for a new restart at once, for

@@ -145,7 +145,8 @@ func WithStrategy(s Strategy) Option { return func(c *config) { c.strategy = s }
 // on purpose, often in several processes at once (a sharded informer on a
 // range change): a paginated LIST costs the API server and the client less
 // per object than the watch events of a streamed list, and holds a page (at
-// most 16 MiB of decoded objects) where a stream holds a batch.
+// most 16 MiB of decoded objects, or 2.5% of a store past 640 MiB, up to
+// 64 MiB) where a stream holds a batch.
 func WithPaginatedRelists(on bool) Option { return func(c *config) { c.paginatedRelists = on } }
 
 // WithPageSize makes every LIST page ask for n objects and caps the batches

@@ -11,7 +11,7 @@
 //
 //	metrics.Default.Register(prometheus.DefaultRegisterer)
 //
-// The README's "Observability" section lists every metric.
+// docs/observability.md lists every metric.
 package metrics
 
 import (
