@@ -27,7 +27,7 @@ func main() {
 	)
 	// --kubeconfig is registered by controller-runtime's config loader.
 	flag.StringVar(&opts.metricsBindAddress, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 turns it off.")
-	flag.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles at a time.")
+	flag.BoolVar(&opts.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles at a time (not with --shard-namespace).")
 	flag.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; required with --leader-elect outside a cluster.")
 	flag.BoolVar(&useEnvtest, "envtest", false, "Start a local kube-apiserver and etcd (envtest) and run against it instead of a cluster.")
 	flag.StringVar(&opts.shardNamespace, "shard-namespace", "", "Shard the operator: keep this replica's Lease in this namespace and count only its share of the namespaces.")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -63,6 +64,11 @@ func newManager(cfg *rest.Config, opts options) (manager.Manager, error) {
 	newCache := informer.NewCache // the one-line change: leaninformer's informers
 	var member *shard.Member
 	if opts.shardNamespace != "" {
+		if opts.leaderElect {
+			// The controller would run on the leader alone, and the leader
+			// counts only its share: the other shares would go uncounted.
+			return nil, errors.New("--leader-elect with --shard-namespace: a sharded controller runs on every replica, each counting its share; leave leader election off")
+		}
 		var err error
 		if member, err = newShardMember(cfg, opts); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/leaninformer/leaninformer/internal/testenv"
@@ -182,5 +184,15 @@ func (k *kube) expectCount(ns, want string) {
 	}
 	if err != nil {
 		k.t.Fatal(err)
+	}
+}
+
+// TestShardingRefusesLeaderElection: with leader election, a sharded
+// operator's controller would run on the leader alone, which counts its own
+// share only: the other namespaces would never be counted.
+func TestShardingRefusesLeaderElection(t *testing.T) {
+	_, err := newManager(&rest.Config{Host: "https://127.0.0.1:1"}, options{shardNamespace: "leases", leaderElect: true})
+	if err == nil || !strings.Contains(err.Error(), "--leader-elect with --shard-namespace") {
+		t.Fatalf("newManager with sharding and leader election: %v, want an error naming both flags", err)
 	}
 }
