@@ -97,8 +97,9 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 
 // cacheOptions returns the cache options for informers of c: with the
 // encoded store, controller-runtime's DeepCopy on reads is off unless opts
-// set it (NewCacheWith asks only when it builds the informers itself). Every read of an encoded store is a fresh decode that the caller
-// owns, so the DeepCopy would be a second copy for nothing; ByObject entries
+// set it (NewCacheWith asks only when it builds the informers itself).
+// Every read of an encoded store is a fresh decode that the caller owns, so
+// the DeepCopy would be a second copy for nothing; ByObject entries
 // that set UnsafeDisableDeepCopy keep their setting.
 func (c *config) cacheOptions(opts crcache.Options) crcache.Options {
 	if c.encoded && opts.DefaultUnsafeDisableDeepCopy == nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -166,5 +167,29 @@ func TestNewLabelListCacheOptions(t *testing.T) {
 	}
 	if _, err := newLabelListCache(inner, kruntime.NewScheme(), crcache.Options{ByObject: map[client.Object]crcache.ByObject{&corev1.Secret{}: {}}}); err == nil {
 		t.Fatal("a ByObject type the scheme does not know: no error")
+	}
+}
+
+// TestNewCacheWithAnswersLabelListsOfTheEncodedStore: NewCacheWith puts the
+// label-list answer in front of controller-runtime's cache with the encoded
+// store, and only there (test/envtest checks its answers on a real API
+// server, which the cache's own reader would give as well).
+func TestNewCacheWithAnswersLabelListsOfTheEncodedStore(t *testing.T) {
+	cfg := &rest.Config{Host: "https://unused.invalid"}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want bool
+	}{
+		{"encoded", []Option{WithEncodedStore()}, true},
+		{"plain", nil, false},
+	} {
+		c, err := NewCacheWith(append(tc.opts, WithMetrics(nil))...)(cfg, crcache.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.(*labelListCache); ok != tc.want {
+			t.Errorf("%s: NewCacheWith made a %T; label-list answers: %v, want %v", tc.name, c, ok, tc.want)
+		}
 	}
 }
