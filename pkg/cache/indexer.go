@@ -311,6 +311,17 @@ func noIndexError(name string) error {
 	return fmt.Errorf("Index with name %s does not exist", name)
 }
 
+// indexNamed returns the position of the named index; the caller holds mu
+// or addMu. An index registered with a nil function is no index, as in
+// client-go: its lookups say it does not exist rather than panic.
+func (c *Indexer) indexNamed(name string) (int, error) {
+	i, ok := c.byName[name]
+	if !ok || c.indexers[i].fn == nil {
+		return 0, noIndexError(name)
+	}
+	return i, nil
+}
+
 // Index returns the objects that share at least one indexed value with obj
 // in the named index.
 func (c *Indexer) Index(indexName string, obj any) ([]any, error) {
@@ -324,9 +335,9 @@ func (c *Indexer) Index(indexName string, obj any) ([]any, error) {
 func (c *Indexer) indexLocked(indexName string, obj any) ([]any, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	i, ok := c.byName[indexName]
-	if !ok {
-		return nil, noIndexError(indexName)
+	i, err := c.indexNamed(indexName)
+	if err != nil {
+		return nil, err
 	}
 	values, err := c.indexers[i].fn(obj)
 	if err != nil {
@@ -367,10 +378,10 @@ func (c *Indexer) objectsLocked(keys keySet) []any {
 // include indexedValue.
 func (c *Indexer) ByIndex(indexName, indexedValue string) ([]any, error) {
 	c.mu.RLock()
-	i, ok := c.byName[indexName]
-	if !ok {
+	i, err := c.indexNamed(indexName)
+	if err != nil {
 		c.mu.RUnlock()
-		return nil, noIndexError(indexName)
+		return nil, err
 	}
 	list := c.objectsLocked(c.live.indices[i][indexedValue])
 	c.mu.RUnlock()
@@ -382,9 +393,9 @@ func (c *Indexer) ByIndex(indexName, indexedValue string) ([]any, error) {
 func (c *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	i, ok := c.byName[indexName]
-	if !ok {
-		return nil, noIndexError(indexName)
+	i, err := c.indexNamed(indexName)
+	if err != nil {
+		return nil, err
 	}
 	set := c.live.indices[i][indexedValue]
 	keys := make([]string, 0, set.len())

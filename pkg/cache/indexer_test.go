@@ -485,3 +485,40 @@ func TestLargeIndexSetsAgainstClientGo(t *testing.T) {
 	}
 	compare("after deletes from a replaced generation")
 }
+
+// An index registered with a nil function is no index in client-go: its
+// lookups on an empty store say it does not exist. Ours must say the same
+// rather than panic (Index) or answer as if it were empty (ByIndex,
+// IndexKeys, label Lists through it).
+func TestNilIndexFuncIsNoIndex(t *testing.T) {
+	indexers := toolscache.Indexers{"nilfn": nil}
+	ours := NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	theirs := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"}}
+
+	errText := func(err error) string {
+		if err == nil {
+			return "<nil>"
+		}
+		return err.Error()
+	}
+	for _, tc := range []struct {
+		name   string
+		lookup func(toolscache.Indexer) error
+	}{
+		{"Index", func(s toolscache.Indexer) error { _, err := s.Index("nilfn", obj); return err }},
+		{"ByIndex", func(s toolscache.Indexer) error { _, err := s.ByIndex("nilfn", "v"); return err }},
+		{"IndexKeys", func(s toolscache.Indexer) error { _, err := s.IndexKeys("nilfn", "v"); return err }},
+	} {
+		got, want := errText(tc.lookup(ours)), errText(tc.lookup(theirs))
+		if got != want || want == "<nil>" {
+			t.Errorf("%s on a nil index function: ours %q, client-go %q", tc.name, got, want)
+		}
+	}
+	if _, err := ours.ListByLabels(LabelQuery{IndexName: "nilfn", IndexedValue: "v"}); errText(err) != errText(noIndexError("nilfn")) {
+		t.Errorf("ListByLabels through a nil index function: %v, want %v", err, noIndexError("nilfn"))
+	}
+	if got, want := ours.ListIndexFuncValues("nilfn"), theirs.ListIndexFuncValues("nilfn"); len(got) != 0 || len(want) != 0 {
+		t.Errorf("ListIndexFuncValues: ours %v, client-go %v", got, want)
+	}
+}

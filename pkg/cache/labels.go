@@ -54,10 +54,10 @@ func (c *Indexer) ListByLabels(q LabelQuery) ([]any, error) {
 		c.mu.RUnlock()
 	} else {
 		c.mu.RLock()
-		i, ok := c.byName[q.IndexName]
-		if !ok {
+		i, err := c.indexNamed(q.IndexName)
+		if err != nil {
 			c.mu.RUnlock()
-			return nil, noIndexError(q.IndexName)
+			return nil, err
 		}
 		candidates = c.objectsLocked(c.live.indices[i][q.IndexedValue])
 		c.mu.RUnlock()
