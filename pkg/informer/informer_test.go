@@ -446,10 +446,13 @@ func TestRemoveEventHandler(t *testing.T) {
 	if n := removed.len(); n != 2 {
 		t.Fatalf("removed handler got %d calls, want 2", n)
 	}
-	if err := inf.RemoveEventHandler(struct {
+	// client-go's text here is malformed ("invalid key type %t" of a
+	// pointer); ours names the handle's type (docs/compatibility.md).
+	err := inf.RemoveEventHandler(struct {
 		toolscache.ResourceEventHandlerRegistration
-	}{}); err == nil {
-		t.Fatal("removing a foreign registration: no error")
+	}{})
+	if want := "invalid event handler registration of type struct { cache.ResourceEventHandlerRegistration }"; err == nil || err.Error() != want {
+		t.Fatalf("removing a foreign registration: %v, want %q", err, want)
 	}
 }
 
