@@ -188,6 +188,25 @@ func (h *harness) remove(o any) {
 	h.encRemove(o, err, want, wantExisted)
 }
 
+// transaction applies txns as one Transaction to every store and checks
+// that they report the same failures.
+func (h *harness) transaction(txns []toolscache.Transaction) {
+	h.t.Helper()
+	errText := func(e *toolscache.TransactionError) string {
+		if e == nil {
+			return "<nil>"
+		}
+		return fmt.Sprintf("%v applied, %s", e.SuccessfulIndices, e.Error())
+	}
+	got := errText(h.ours.Transaction(txns...))
+	if want := errText(h.oracle.(toolscache.TransactionStore).Transaction(txns...)); got != want {
+		h.t.Fatalf("Transaction(%v): %s, client-go %s", txns, got, want)
+	}
+	if enc := errText(h.enc.Transaction(txns...)); enc != got {
+		h.t.Fatalf("encoded Transaction(%v): %s, plain %s", txns, enc, got)
+	}
+}
+
 // current returns the oracle's object under o's key.
 func (h *harness) current(o any) (any, bool) {
 	item, exists, _ := h.oracle.Get(o)

@@ -13,7 +13,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-var _ toolscache.Indexer = (*Indexer)(nil)
+var (
+	_ toolscache.Indexer          = (*Indexer)(nil)
+	_ toolscache.TransactionStore = (*Indexer)(nil)
+)
 
 // Indexer is a thread-safe store of objects with indices. It implements
 // client-go's cache.Indexer with the same observable behaviour, and adds a
@@ -147,6 +150,71 @@ func (c *Indexer) Remove(obj any) (old any, existed bool, err error) {
 		c.rv = rv
 	}
 	return old, existed, nil
+}
+
+// Transaction applies txns in order under one write lock, so that readers
+// see none of them or all, as client-go's store does: an Add or Update is an
+// Upsert, a Delete a Remove, and an unknown type is skipped. A transaction
+// whose object has no key is left out and reported in the returned error,
+// which lists the indices of those applied. The store's resourceVersion
+// becomes that of the last object applied. An index function that panics
+// leaves the transactions before it applied, as the same calls one by one
+// would.
+func (c *Indexer) Transaction(txns ...toolscache.Transaction) *toolscache.TransactionError {
+	batch := make([]keyedTransaction, 0, len(txns))
+	applied := make([]int, 0, len(txns))
+	var errs []error
+	for i, txn := range txns {
+		key, err := c.key(txn.Object)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		k := keyedTransaction{Transaction: txn, key: key}
+		if txn.Type == toolscache.TransactionTypeAdd || txn.Type == toolscache.TransactionTypeUpdate {
+			k.stored = c.encode(txn.Object) // outside the lock, as Upsert does
+		}
+		batch = append(batch, k)
+		applied = append(applied, i)
+	}
+	c.apply(batch)
+	if len(errs) > 0 {
+		return &toolscache.TransactionError{SuccessfulIndices: applied, TotalTransactions: len(txns), Errors: errs}
+	}
+	return nil
+}
+
+// keyedTransaction is a Transaction with its key and what the store keeps
+// for its object.
+type keyedTransaction struct {
+	toolscache.Transaction
+	key    string
+	stored any
+}
+
+// apply runs a Transaction's batch holding mu for writing.
+func (c *Indexer) apply(batch []keyedTransaction) {
+	if len(batch) == 0 {
+		return
+	}
+	rv, hasRV := resourceVersionOf(batch[len(batch)-1].Object)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range batch {
+		switch t.Type {
+		case toolscache.TransactionTypeAdd, toolscache.TransactionTypeUpdate:
+			c.setIndexValues(t.key, t.Object, t.stored)
+			c.live.put(c.indexers, t.key, t.stored)
+			c.liveWrites++
+		case toolscache.TransactionTypeDelete:
+			if _, existed := c.live.remove(c.indexers, t.key); existed {
+				c.liveWrites++
+			}
+		}
+	}
+	if hasRV {
+		c.rv = rv
+	}
 }
 
 // Add adds obj to the store (an Upsert).

@@ -30,6 +30,18 @@ func upsert(o any) step                { return func(h *harness) { h.upsert(o) }
 func remove(o any) step                { return func(h *harness) { h.remove(o) } }
 func replace(rv string, l ...any) step { return func(h *harness) { h.replace(l, rv) } }
 func bookmark(rv string) step          { return func(h *harness) { h.bookmark(rv) } }
+func txn(ops ...toolscache.Transaction) step {
+	return func(h *harness) { h.transaction(ops) }
+}
+func tAdd(o any) toolscache.Transaction {
+	return toolscache.Transaction{Type: toolscache.TransactionTypeAdd, Object: o}
+}
+func tUpdate(o any) toolscache.Transaction {
+	return toolscache.Transaction{Type: toolscache.TransactionTypeUpdate, Object: o}
+}
+func tDelete(o any) toolscache.Transaction {
+	return toolscache.Transaction{Type: toolscache.TransactionTypeDelete, Object: o}
+}
 func start() step                      { return func(h *harness) { h.startReplace() } }
 func abort() step                      { return func(h *harness) { h.abortReplace() } }
 func finish(rv string) step            { return func(h *harness) { h.finishReplace(rv) } }
@@ -120,6 +132,18 @@ func TestIndexerAgainstClientGo(t *testing.T) {
 		{name: "objects without a key are rejected", steps: []step{
 			add(a0), add("not an object"), update(42), del(struct{}{}), upsert(3.5), remove(nil),
 			replace("10", a1, "not an object", b1), // unchanged, rv kept
+		}},
+		{name: "transactions", steps: []step{
+			txn(), // nothing: the resourceVersion stays
+			add(c2),
+			txn(tAdd(a0), tAdd(a1), tUpdate(a0blue), tDelete(a1), tAdd(b1)),
+			txn(tUpdate(a0tags), tDelete(toolscache.DeletedFinalStateUnknown{Key: "b/1", Obj: b1}), tDelete(a1new)),
+			// Keyless objects are reported and skipped; the rest is applied
+			// and the last applied object's resourceVersion is recorded.
+			txn(tAdd("not an object"), tAdd(a0x), tUpdate(42), tAdd(a1)),
+			txn(tAdd(a1new), tDelete(toolscache.ExplicitKey("a/0"))), // no metadata last: rv kept
+			txn(toolscache.Transaction{Type: "Replace", Object: c2}, tAdd(norv)),
+			txn(tAdd(struct{}{})), // nothing applied
 		}},
 		{name: "empty resourceVersion is recorded", steps: []step{add(a0), add(norv)}},
 		{name: "replace", steps: []step{

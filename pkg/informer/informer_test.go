@@ -820,3 +820,32 @@ func TestHandlersNeverSeeAnOlderLastSyncResourceVersion(t *testing.T) {
 		t.Errorf("handlers heard of events before LastSyncResourceVersion reached them, for example %s", strings.Join(behind, "; "))
 	}
 }
+
+// client-go's informer store is a cache.TransactionStore; callers that
+// type-assert GetStore() or GetIndexer() to it must find ours one too.
+func TestStoreIsATransactionStore(t *testing.T) {
+	s := newServer(t, 0)
+	for name, inf := range map[string]toolscache.SharedIndexInformer{
+		"client-go": newClientGoInformer(s), "ours": newInformer(s, 0),
+	} {
+		for what, store := range map[string]toolscache.Store{"GetStore": inf.GetStore(), "GetIndexer": inf.GetIndexer()} {
+			if _, ok := store.(toolscache.TransactionStore); !ok {
+				t.Errorf("%s: %s() is not a cache.TransactionStore", name, what)
+			}
+		}
+		txn, ok := inf.GetStore().(toolscache.TransactionStore)
+		if !ok {
+			continue
+		}
+		if err := txn.Transaction(
+			toolscache.Transaction{Type: toolscache.TransactionTypeAdd, Object: configMap("a")},
+			toolscache.Transaction{Type: toolscache.TransactionTypeAdd, Object: configMap("b")},
+			toolscache.Transaction{Type: toolscache.TransactionTypeDelete, Object: configMap("a")},
+		); err != nil {
+			t.Errorf("%s: Transaction: %v", name, err)
+		}
+		if keys := inf.GetStore().ListKeys(); len(keys) != 1 || keys[0] != key("b") {
+			t.Errorf("%s: store after the transaction holds %v, want [%s]", name, keys, key("b"))
+		}
+	}
+}
