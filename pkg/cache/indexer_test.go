@@ -42,10 +42,10 @@ func tUpdate(o any) toolscache.Transaction {
 func tDelete(o any) toolscache.Transaction {
 	return toolscache.Transaction{Type: toolscache.TransactionTypeDelete, Object: o}
 }
-func start() step                      { return func(h *harness) { h.startReplace() } }
-func abort() step                      { return func(h *harness) { h.abortReplace() } }
-func finish(rv string) step            { return func(h *harness) { h.finishReplace(rv) } }
-func buffer(o any) step                { return func(h *harness) { h.addToReplace(o, nil) } }
+func start() step           { return func(h *harness) { h.startReplace() } }
+func abort() step           { return func(h *harness) { h.abortReplace() } }
+func finish(rv string) step { return func(h *harness) { h.finishReplace(rv) } }
+func buffer(o any) step     { return func(h *harness) { h.addToReplace(o, nil) } }
 func bufferT(o any, tf toolscache.TransformFunc) step {
 	return func(h *harness) { h.addToReplace(o, tf) }
 }
