@@ -109,30 +109,3 @@ func (s *SharedIndexInformer) resyncCheck() time.Duration {
 	defer s.startedMu.Unlock()
 	return s.resyncCheckPeriod
 }
-
-// resyncLoop checks every period whether handlers are due for a resync and
-// sends those that are OnUpdate(obj, obj) for every stored object. Like
-// client-go's, it only resyncs once the informer has synced and while no
-// relist is in progress.
-func (s *SharedIndexInformer) resyncLoop(logger klog.Logger, period time.Duration, stop <-chan struct{}) {
-	ticker := s.cfg.clock.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ticker.C():
-		}
-		if !s.HasSynced() || s.indexer.Replacing() {
-			continue
-		}
-		if !s.processor.shouldResync() {
-			continue
-		}
-		logger.V(4).Info("Forcing resync", "type", s.objectDescription)
-		s.changeMu.Lock()
-		keys, objs := s.indexer.ListStored() // decoded as they are delivered
-		s.processor.distribute(notification{kind: notifyObjects, keys: keys, objects: objs}, true)
-		s.changeMu.Unlock()
-	}
-}

@@ -61,8 +61,13 @@ var _ toolscache.SharedIndexInformer = (*SharedIndexInformer)(nil)
 //     utilruntime.ReallyCrash off; client-go's registration then never
 //     syncs).
 //   - Resync. With a resync period, every handler due for a resync gets
-//     OnUpdate(obj, obj) for every stored object. Resyncs wait for the first
-//     complete list and never run during a relist; per-handler periods are
+//     OnUpdate(obj, obj) for every stored object. As client-go's reflector
+//     runs them, resyncs are checked a period after each complete list and
+//     then every period, and not at all from the moment the watcher gives
+//     the watch up for a relist (a 410, Relist, a range change) until that
+//     relist is stored, however long its requests fail; a watch opened
+//     again from the same resourceVersion (after a 500 error event, which
+//     makes client-go relist) does not stop them. Per-handler periods are
 //     clamped as client-go clamps them.
 //   - Transformed objects only. Every object a handler gets went through the
 //     transform (SetTransform). An object it fails on is left out: a listed
@@ -110,6 +115,9 @@ type SharedIndexInformer struct {
 	// synced is closed by the store writer once the first complete list is
 	// stored and its notifications are queued.
 	synced chan struct{}
+	// resyncs says when the resync loop may run: from each complete list
+	// until the watcher starts a relist.
+	resyncs *resyncWindow
 
 	// startedMu guards started and stopped, and the settings that may only
 	// change before Run: transform, watchErrorHandler, resyncCheckPeriod and
@@ -182,6 +190,7 @@ func NewSharedIndexInformerWithOptions(lw toolscache.ListerWatcher, exampleObjec
 		mutationDetector:                cfg.mutationDetector(fmt.Sprintf("%T", exampleObject)),
 		list:                            toolscache.ToListerWatcherWithContext(lw).ListWithContext,
 		synced:                          make(chan struct{}),
+		resyncs:                         newResyncWindow(),
 		resyncCheckPeriod:               options.ResyncPeriod,
 		defaultEventHandlerResyncPeriod: options.ResyncPeriod,
 	}
@@ -289,6 +298,7 @@ func (s *SharedIndexInformer) start() (toolscache.TransformFunc, error) {
 // overcome.
 func (s *SharedIndexInformer) commit(rv string, listed bool) {
 	if listed {
+		s.resyncs.listed()
 		s.diag.listed()
 		if s.shard != nil {
 			s.shard.listed()

@@ -40,6 +40,8 @@ type storeWriter struct {
 	// commit records that the store is at rv, before any handler hears of
 	// the change; listed: a complete list was swapped in.
 	commit func(rv string, listed bool)
+	// restartPending: the watcher gave the watch up for a relist.
+	restartPending func()
 	// synced is closed once the first complete list is stored and its
 	// notifications are queued.
 	synced chan<- struct{}
@@ -59,9 +61,14 @@ type storeWriter struct {
 }
 
 var (
-	_ listerwatcher.Consumer       = (*storeWriter)(nil)
-	_ listerwatcher.StoredVersions = (*storeWriter)(nil)
+	_ listerwatcher.Consumer        = (*storeWriter)(nil)
+	_ listerwatcher.StoredVersions  = (*storeWriter)(nil)
+	_ listerwatcher.RestartNotifier = (*storeWriter)(nil)
 )
+
+// RestartPending implements listerwatcher.RestartNotifier: resyncs stop
+// until the relist is stored.
+func (w *storeWriter) RestartPending() { w.restartPending() }
 
 // OlderThanStored implements listerwatcher.StoredVersions: the watcher
 // then finds a change stale only if it is older than the object stored
@@ -89,21 +96,22 @@ func (s *SharedIndexInformer) newStoreWriter(logger klog.Logger, transform tools
 	storeTransform := s.cfg.storeTransform(checkedTransform(transform))
 	setReadKind := s.cfg.readKindSetter()
 	return &storeWriter{
-		indexer:       s.indexer,
-		processor:     s.processor,
-		metrics:       s.metrics,
-		mutations:     s.mutationDetector,
-		encoded:       s.cfg.encoded,
-		setReadKind:   setReadKind,
-		transform:     storeTransform,
-		changeMu:      &s.changeMu,
-		commit:        s.commit,
-		synced:        s.synced,
-		reportDropped: s.reportDropped,
-		consistency:   consistencyCheck{name: s.reflector.Name(), list: s.list, transform: readAs(storeTransform, setReadKind)},
-		clock:         s.cfg.clock,
-		logger:        logger,
-		description:   s.objectDescription,
+		indexer:        s.indexer,
+		processor:      s.processor,
+		metrics:        s.metrics,
+		mutations:      s.mutationDetector,
+		encoded:        s.cfg.encoded,
+		setReadKind:    setReadKind,
+		transform:      storeTransform,
+		changeMu:       &s.changeMu,
+		commit:         s.commit,
+		restartPending: s.resyncs.pending,
+		synced:         s.synced,
+		reportDropped:  s.reportDropped,
+		consistency:    consistencyCheck{name: s.reflector.Name(), list: s.list, transform: readAs(storeTransform, setReadKind)},
+		clock:          s.cfg.clock,
+		logger:         logger,
+		description:    s.objectDescription,
 	}
 }
 

@@ -151,6 +151,20 @@ type StoredVersions interface {
 	OlderThanStored(obj runtime.Object, rv string) (stored string, older bool)
 }
 
+// RestartNotifier is what a Consumer can also be told: that the watch of a
+// listed collection ended and the watcher is getting the whole collection
+// again (a relist, after any backoff). RestartStart comes only with the
+// restart's first answer, and not at all while its requests fail;
+// RestartPending comes when the watcher decides to restart, before its
+// first request. A consumer that does something only while it watches a
+// complete list (an informer's resyncs, as client-go's reflector runs them)
+// stops at RestartPending and starts again at RestartDone. A watch that
+// ends and is opened again from the same resourceVersion is no restart. It
+// is called on the watcher's goroutine, between Handle calls.
+type RestartNotifier interface {
+	RestartPending()
+}
+
 // ConsumerFunc is a function that is a Consumer.
 type ConsumerFunc func(ctx context.Context, ev Event) error
 

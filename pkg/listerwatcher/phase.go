@@ -83,6 +83,18 @@ func relistFrom(ph phase) string {
 	return ""
 }
 
+// isRestart reports whether ph gets the whole collection: a listing or a
+// streaming phase, or a backoff before one.
+func isRestart(ph phase) bool {
+	switch p := ph.(type) {
+	case listing, streaming:
+		return true
+	case backingOff:
+		return isRestart(p.next)
+	}
+	return false
+}
+
 // announced returns ph, a restart whose RestartStart the consumer got, so
 // marked.
 func announced(ph phase) phase {

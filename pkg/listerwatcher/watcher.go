@@ -91,6 +91,7 @@ func (w *Watcher) Run(ctx context.Context, c Consumer) error {
 			(w.strategy == StreamingList || clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient)),
 	}
 	m.versions, _ = c.(StoredVersions)
+	notifier, _ := c.(RestartNotifier)
 	if w.name != "" {
 		m.logger = m.logger.WithValues("listerwatcher", w.name)
 	}
@@ -101,7 +102,11 @@ func (w *Watcher) Run(ctx context.Context, c Consumer) error {
 	m.logger.V(3).Info("Starting list and watch", "strategy", w.strategy)
 	ph := m.restart(attempt{reason: Initial})
 	for ctx.Err() == nil {
-		ph = m.guardedStep(ctx, ph)
+		next := m.guardedStep(ctx, ph)
+		if notifier != nil && isRestart(next) && !isRestart(ph) {
+			notifier.RestartPending()
+		}
+		ph = next
 	}
 	m.closeStream(ph)
 	m.logger.V(3).Info("Stopped list and watch")
