@@ -30,22 +30,10 @@ func upsert(o any) step                { return func(h *harness) { h.upsert(o) }
 func remove(o any) step                { return func(h *harness) { h.remove(o) } }
 func replace(rv string, l ...any) step { return func(h *harness) { h.replace(l, rv) } }
 func bookmark(rv string) step          { return func(h *harness) { h.bookmark(rv) } }
-func txn(ops ...toolscache.Transaction) step {
-	return func(h *harness) { h.transaction(ops) }
-}
-func tAdd(o any) toolscache.Transaction {
-	return toolscache.Transaction{Type: toolscache.TransactionTypeAdd, Object: o}
-}
-func tUpdate(o any) toolscache.Transaction {
-	return toolscache.Transaction{Type: toolscache.TransactionTypeUpdate, Object: o}
-}
-func tDelete(o any) toolscache.Transaction {
-	return toolscache.Transaction{Type: toolscache.TransactionTypeDelete, Object: o}
-}
-func start() step           { return func(h *harness) { h.startReplace() } }
-func abort() step           { return func(h *harness) { h.abortReplace() } }
-func finish(rv string) step { return func(h *harness) { h.finishReplace(rv) } }
-func buffer(o any) step     { return func(h *harness) { h.addToReplace(o, nil) } }
+func start() step                      { return func(h *harness) { h.startReplace() } }
+func abort() step                      { return func(h *harness) { h.abortReplace() } }
+func finish(rv string) step            { return func(h *harness) { h.finishReplace(rv) } }
+func buffer(o any) step                { return func(h *harness) { h.addToReplace(o, nil) } }
 func bufferT(o any, tf toolscache.TransformFunc) step {
 	return func(h *harness) { h.addToReplace(o, tf) }
 }
@@ -61,6 +49,19 @@ func addIndexers(names ...string) step {
 		}
 		h.addIndexers(idx)
 	}
+}
+
+func txn(ops ...toolscache.Transaction) step {
+	return func(h *harness) { h.transaction(ops) }
+}
+func tAdd(o any) toolscache.Transaction {
+	return toolscache.Transaction{Type: toolscache.TransactionTypeAdd, Object: o}
+}
+func tUpdate(o any) toolscache.Transaction {
+	return toolscache.Transaction{Type: toolscache.TransactionTypeUpdate, Object: o}
+}
+func tDelete(o any) toolscache.Transaction {
+	return toolscache.Transaction{Type: toolscache.TransactionTypeDelete, Object: o}
 }
 
 // copyOf is a decoded copy of o, as a relist would return it.
