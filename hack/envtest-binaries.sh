@@ -4,13 +4,18 @@
 # bin/k8s/<version>/. Prints that folder on stdout; progress goes to stderr.
 #
 # Idempotent: when both cached binaries exist and answer --version with the
-# expected version, nothing is built.
+# versions pinned in hack/envtest-tools/go.mod, nothing is built. The folder is
+# named by the Kubernetes version only, so an etcd bump alone rebuilds etcd in it.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tools="$root/hack/envtest-tools"
 # The versions come from the tools module, so this script and go.mod cannot disagree.
 k8s_version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$tools/go.mod")
+etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ {print $2; exit}' "$tools/go.mod")
+[ -n "$k8s_version" ] && [ -n "$etcd_version" ] || {
+  echo "envtest-binaries: cannot read the Kubernetes or etcd version from $tools/go.mod" >&2; exit 1
+}
 out=${ENVTEST_BIN_DIR:-$root/bin/k8s/$k8s_version}
 
 log() { echo "envtest-binaries: $*" >&2; }
@@ -29,7 +34,7 @@ apiserver_ok() {
 }
 etcd_ok() {
   local v
-  v=$(version_of "$out/etcd") && grep -q '^etcd Version: ' <<<"$v"
+  v=$(version_of "$out/etcd") && [ "$(head -n 1 <<<"$v")" = "etcd Version: ${etcd_version#v}" ]
 }
 
 mkdir -p "$out"
@@ -38,10 +43,10 @@ cd "$tools"
 if etcd_ok; then
   log "reusing $out/etcd"
 else
-  log "building etcd (from go.etcd.io/etcd/server/v3) ..."
+  log "building etcd $etcd_version (from go.etcd.io/etcd/server/v3) ..."
   go build -trimpath -buildvcs=false -o "$out/etcd.partial" go.etcd.io/etcd/server/v3
   mv "$out/etcd.partial" "$out/etcd"
-  etcd_ok || { log "built etcd does not answer --version"; exit 1; }
+  etcd_ok || { log "built etcd does not report ${etcd_version#v}"; exit 1; }
 fi
 
 if apiserver_ok; then
@@ -59,6 +64,5 @@ else
   apiserver_ok || { log "built kube-apiserver does not report $k8s_version"; exit 1; }
 fi
 
-etcd_version=$(version_of "$out/etcd")
-log "ready: $(version_of "$out/kube-apiserver"), $(head -n 1 <<<"$etcd_version")"
+log "ready: $(version_of "$out/kube-apiserver"), $(head -n 1 <<<"$(version_of "$out/etcd")")"
 echo "$out"
