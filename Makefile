@@ -19,8 +19,10 @@ envtest-binaries:
 vet:
 	$(GO) vet ./...
 
+# --allow-serial-runners: wait for another golangci-lint holding the lock (a
+# parallel make, an editor) instead of exiting 3, "parallel golangci-lint is running".
 lint:
-	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run --allow-serial-runners ./...
 
 # test: lint, vet, then every test with the race detector, including the
 # envtest suites against a real API server, then every Go benchmark once with
