@@ -252,7 +252,10 @@ func TestSmoke(t *testing.T) {
 		t.Skip("starts an API server")
 	}
 	if _, err := testenv.AssetsDir(); err != nil {
-		t.Skipf("no envtest binaries: %v", err)
+		if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+			t.Skipf("no envtest binaries (make test builds them): %v", err)
+		}
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
