@@ -26,8 +26,13 @@ type Peak struct {
 	// Heap is the largest sampled size of heap objects, live or not yet
 	// collected. With GOGC=100 it can carry up to one live heap of garbage.
 	Heap uint64
-	// Live is the largest live heap any GC marked while sampling: what the
-	// program really held, independent of GC pacing.
+	// Live is the largest live heap any GC that completed while sampling
+	// (after Start) marked: what the program really held, independent of GC
+	// pacing. What the last GC before Start marked does not count, since
+	// the program may have freed it before Start. Live is 0 when no GC
+	// completed while sampling (GCs is 0): the phase was not measured. A
+	// caller that needs a figure anyway takes the live heap of a full
+	// collection after Stop (LiveHeap after HeapAfterGC), a lower bound.
 	Live uint64
 	// GCs is the number of GC cycles that completed while sampling.
 	GCs uint64
@@ -49,14 +54,23 @@ func Start(interval time.Duration) *Sampler {
 	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{})}
 	samples := newSamples()
 	metrics.Read(samples)
-	s.gc0 = samples[2].Value.Uint64()
+	s.gc0 = samples[sampleGCs].Value.Uint64()
 	s.record(samples)
 	go s.loop(interval)
 	return s
 }
 
+// The indices of newSamples' metrics. The GC count comes before the live
+// heap: metrics.Read reads them in order, so a count above Sampler.gc0 means
+// the live heap read after it is from a GC that completed after Start.
+const (
+	sampleHeap = iota
+	sampleGCs
+	sampleLive
+)
+
 func newSamples() []metrics.Sample {
-	return []metrics.Sample{{Name: heapObjects}, {Name: heapLive}, {Name: gcCycles}}
+	return []metrics.Sample{sampleHeap: {Name: heapObjects}, sampleGCs: {Name: gcCycles}, sampleLive: {Name: heapLive}}
 }
 
 func (s *Sampler) loop(interval time.Duration) {
@@ -78,9 +92,11 @@ func (s *Sampler) loop(interval time.Duration) {
 func (s *Sampler) record(samples []metrics.Sample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.peak.Heap = max(s.peak.Heap, samples[0].Value.Uint64())
-	s.peak.Live = max(s.peak.Live, samples[1].Value.Uint64())
-	s.peak.GCs = samples[2].Value.Uint64() - s.gc0
+	s.peak.Heap = max(s.peak.Heap, samples[sampleHeap].Value.Uint64())
+	s.peak.GCs = samples[sampleGCs].Value.Uint64() - s.gc0
+	if s.peak.GCs > 0 { // else the live heap is from a GC before Start
+		s.peak.Live = max(s.peak.Live, samples[sampleLive].Value.Uint64())
+	}
 	s.peak.Samples++
 }
 
@@ -130,7 +146,7 @@ type Snapshot struct {
 func Read() Snapshot {
 	samples := newSamples()
 	metrics.Read(samples)
-	return Snapshot{Heap: samples[0].Value.Uint64(), Live: samples[1].Value.Uint64(), GCs: samples[2].Value.Uint64()}
+	return Snapshot{Heap: samples[sampleHeap].Value.Uint64(), Live: samples[sampleLive].Value.Uint64(), GCs: samples[sampleGCs].Value.Uint64()}
 }
 
 // LiveHeap is the live heap the last GC marked.
@@ -159,7 +175,7 @@ func HeapAfterGC() uint64 {
 	runtime.GC()
 	samples := newSamples()
 	metrics.Read(samples)
-	return samples[0].Value.Uint64()
+	return samples[sampleHeap].Value.Uint64()
 }
 
 // MiB formats bytes as mebibytes for reports.

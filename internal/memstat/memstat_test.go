@@ -117,3 +117,36 @@ func TestStopSeesACycleStillMarking(t *testing.T) {
 		t.Errorf("GCs = %d, want the cycle that was marking when Stop was called", p.GCs)
 	}
 }
+
+// Peak.Live counts only the GCs that completed after Start: a large heap a
+// GC marked before Start and that was freed before it is not the phase's.
+// With no GC in the phase, Live is 0; with one, it is what that GC marked.
+func TestLiveIgnoresGCsBeforeStart(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no GC but the ones this test runs
+	sink = append(sink, make([]byte, 64<<20))
+	runtime.GC() // marks the 64 MiB live, before Start
+	sink = nil
+
+	s := Start(time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	p := s.Stop()
+	if p.GCs != 0 {
+		t.Fatalf("GCs = %d with the collector off: the test needs a phase with no GC", p.GCs)
+	}
+	if p.Live != 0 {
+		t.Errorf("no GC ran while sampling, yet Peak.Live = %.1f MiB: what a GC before Start marked", MiB(p.Live))
+	}
+
+	sink = append(sink, make([]byte, 64<<20))
+	runtime.GC()
+	sink = nil
+	s = Start(time.Millisecond)
+	runtime.GC() // marks the 64 MiB gone
+	p = s.Stop()
+	if p.GCs < 1 {
+		t.Fatalf("GCs = %d, want the forced one", p.GCs)
+	}
+	if p.Live == 0 || p.Live >= 60<<20 {
+		t.Errorf("Peak.Live = %.1f MiB after a GC in the phase that found the 64 MiB freed before Start: want that GC's small live heap", MiB(p.Live))
+	}
+}

@@ -38,7 +38,8 @@ import (
 //	store-MiB         heap after GC once synced
 //	sync-live-MiB, relist-live-MiB
 //	                  largest live heap a GC marked (at GOGC=100 few GCs run
-//	                  in a relist window: see relist-held)
+//	                  in a relist window: see relist-held); relist-live is at
+//	                  least the steady live heap, live at the relist's start
 //	relist-held-MiB   heap after GC at the end of the relist's list
 //	held/store        relist-held over store
 //	LISTs/restart     LIST requests of the timed relist
@@ -147,6 +148,7 @@ func scaleRun(b *testing.B, v variant, s *fake.Server, n int, limited bool, base
 	f.sync = time.Since(start)
 	f.syncLive = above(sampler.Stop().Live, base)
 	steady := memstat.HeapAfterGC()
+	steadyLive := memstat.LiveHeap()
 	f.store = above(steady, base)
 
 	// A relist finds the limiter refilled, as in a long-running controller.
@@ -161,7 +163,9 @@ func scaleRun(b *testing.B, v variant, s *fake.Server, n int, limited bool, base
 	}
 	sampler = memstat.Start(time.Millisecond)
 	f.relist, f.relistLists = relist(false)
-	f.relistLive = above(sampler.Stop().Live, base)
+	// The full GC above marked what is live at the relist's start: a floor
+	// for a window in which no GC completes (Peak.Live is 0 then).
+	f.relistLive = above(max(sampler.Stop().Live, steadyLive), base)
 	memstat.HeapAfterGC()
 	relist(true)
 	if lw.held.Load() == 0 {
