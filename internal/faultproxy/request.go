@@ -41,7 +41,10 @@ type RequestInfo struct {
 // ParseRequest reads the verb and resource from a Kubernetes API path,
 // /api/v1[/watch][/namespaces/{ns}]/{resource}[/{name}[/{subresource}]] or
 // the same under /apis/{group}/{version}, and the list and watch parameters
-// from its query.
+// from its query, as the API server's request-info parser does. As there,
+// /namespaces/{name}/status and /namespaces/{name}/finalize are
+// subresources of the namespaces resource, not a resource in namespace
+// {name}.
 func ParseRequest(r *http.Request) RequestInfo {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	var rest []string
@@ -57,9 +60,10 @@ func ParseRequest(r *http.Request) RequestInfo {
 	if legacyWatch {
 		rest = rest[1:]
 	}
-	// namespaces/{ns}/{resource}... is a namespaced resource; namespaces and
-	// namespaces/{name} are the namespaces resource itself.
-	if len(rest) >= 3 && rest[0] == "namespaces" {
+	// namespaces/{ns}/{resource}... is a namespaced resource; namespaces,
+	// namespaces/{name} and its subresources are the namespaces resource
+	// itself.
+	if len(rest) >= 3 && rest[0] == "namespaces" && !namespaceSubresources[rest[2]] {
 		rest = rest[2:]
 	}
 	if len(rest) == 0 || rest[0] == "" {
@@ -100,6 +104,10 @@ func ParseRequest(r *http.Request) RequestInfo {
 	}
 	return info
 }
+
+// namespaceSubresources are the subresources of a namespace, as in the API
+// server's RequestInfoFactory (k8s.io/apiserver/pkg/endpoints/request).
+var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 
 func queryBool(v string) bool {
 	b, _ := strconv.ParseBool(v)

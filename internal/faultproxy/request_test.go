@@ -69,3 +69,26 @@ func TestRequestCounterCountsLikeTheProxy(t *testing.T) {
 		t.Errorf("proxy counted %+v, client %+v", got, rc.Counts())
 	}
 }
+
+// A namespace's status and finalize subresources are the namespaces
+// resource, as the API server's RequestInfoFactory reads them
+// (namespaceSubresources), not a collection in namespace {name}.
+func TestParseRequestNamespaceSubresources(t *testing.T) {
+	for _, tc := range []struct {
+		method, target string
+		want           RequestInfo
+	}{
+		{"GET", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Get, Resource: "namespaces"}},
+		{"PUT", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Update, Resource: "namespaces"}},
+		{"PUT", "/api/v1/namespaces/foo/finalize", RequestInfo{Verb: Update, Resource: "namespaces"}},
+		{"PATCH", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Patch, Resource: "namespaces"}},
+		// Any other word after the name is a resource in that namespace.
+		{"GET", "/api/v1/namespaces/foo/configmaps", RequestInfo{Verb: List, Resource: "configmaps"}},
+		{"GET", "/api/v1/namespaces/foo/statuses", RequestInfo{Verb: List, Resource: "statuses"}},
+	} {
+		r := httptest.NewRequest(tc.method, tc.target, nil)
+		if got := ParseRequest(r); got != tc.want {
+			t.Errorf("%s %s: got %+v, want %+v", tc.method, tc.target, got, tc.want)
+		}
+	}
+}
