@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -44,7 +45,8 @@ type RequestInfo struct {
 // from its query, as the API server's request-info parser does. As there,
 // /namespaces/{name}/status and /namespaces/{name}/finalize are
 // subresources of the namespaces resource, not a resource in namespace
-// {name}.
+// {name}, and a bool parameter (watch, sendInitialEvents) is true when
+// present unless its value is "0" or "false" ("?watch" is a watch).
 func ParseRequest(r *http.Request) RequestInfo {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	var rest []string
@@ -76,9 +78,9 @@ func ParseRequest(r *http.Request) RequestInfo {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
-		case legacyWatch || queryBool(q.Get("watch")):
+		case legacyWatch || queryBool(q, "watch"):
 			info.Verb = Watch
-			info.Streaming = queryBool(q.Get("sendInitialEvents"))
+			info.Streaming = queryBool(q, "sendInitialEvents")
 		case named:
 			info.Verb = Get
 		default:
@@ -109,15 +111,23 @@ func ParseRequest(r *http.Request) RequestInfo {
 // server's RequestInfoFactory (k8s.io/apiserver/pkg/endpoints/request).
 var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 
-func queryBool(v string) bool {
-	b, _ := strconv.ParseBool(v)
-	return b
+// queryBool reads a bool query parameter as the API server decodes it
+// (k8s.io/apimachinery runtime.Convert_Slice_string_To_bool): false when
+// absent or when its first value is "0" or "false" in any case, true
+// otherwise, an empty value ("?watch") included.
+func queryBool(q url.Values, name string) bool {
+	vs := q[name]
+	if len(vs) == 0 {
+		return false
+	}
+	return vs[0] != "0" && !strings.EqualFold(vs[0], "false")
 }
 
 // HasContinue reports whether r carries a LIST continue token: a predicate
 // for Match.
 func HasContinue(r *http.Request) bool { return r.URL.Query().Get("continue") != "" }
 
-// IsStreamingList reports whether r is a watch with sendInitialEvents=true,
-// a streaming list: a predicate for Match.
+// IsStreamingList reports whether r is a watch with sendInitialEvents=true
+// (or any value the API server reads as true), a streaming list: a
+// predicate for Match.
 func IsStreamingList(r *http.Request) bool { return ParseRequest(r).Streaming }

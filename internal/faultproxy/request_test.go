@@ -92,3 +92,33 @@ func TestParseRequestNamespaceSubresources(t *testing.T) {
 		}
 	}
 }
+
+// Bool query parameters read as the API server decodes them
+// (runtime.Convert_Slice_string_To_bool): absent is false, "0" and "false"
+// in any case are false, any other value, empty included, is true.
+func TestParseRequestBoolQueryLikeAPIServer(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  RequestInfo
+	}{
+		{"?watch", RequestInfo{Verb: Watch, Resource: "pods"}},
+		{"?watch=", RequestInfo{Verb: Watch, Resource: "pods"}},
+		{"?watch=yes", RequestInfo{Verb: Watch, Resource: "pods"}},
+		{"?watch=on", RequestInfo{Verb: Watch, Resource: "pods"}},
+		{"?watch=TRUE", RequestInfo{Verb: Watch, Resource: "pods"}},
+		{"?watch=0", RequestInfo{Verb: List, Resource: "pods"}},
+		{"?watch=false", RequestInfo{Verb: List, Resource: "pods"}},
+		{"?watch=FaLsE", RequestInfo{Verb: List, Resource: "pods"}},
+		{"?watch=false&watch=true", RequestInfo{Verb: List, Resource: "pods"}}, // the first value counts
+		{"?watch=1&sendInitialEvents", RequestInfo{Verb: Watch, Resource: "pods", Streaming: true}},
+		{"?watch=1&sendInitialEvents=y", RequestInfo{Verb: Watch, Resource: "pods", Streaming: true}},
+		{"?watch=1&sendInitialEvents=False", RequestInfo{Verb: Watch, Resource: "pods"}},
+		{"?watch=1&sendInitialEvents=0", RequestInfo{Verb: Watch, Resource: "pods"}},
+	} {
+		target := "/api/v1/namespaces/ns/pods" + tc.query
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		if got := ParseRequest(r); got != tc.want {
+			t.Errorf("GET %s: got %+v, want %+v", target, got, tc.want)
+		}
+	}
+}
