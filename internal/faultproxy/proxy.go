@@ -60,8 +60,10 @@ type Proxy struct {
 	// holesChanged is closed (and replaced) whenever a black hole is lifted,
 	// waking the requests it held.
 	holesChanged chan struct{}
-	watches      map[*openWatch]struct{}
-	inflight     sync.WaitGroup
+	// watches are the open watches not cut yet: a cut one leaves at once,
+	// not when its handler returns, so that no CutWatches cuts it twice.
+	watches  map[*openWatch]struct{}
+	inflight sync.WaitGroup
 
 	stats counters
 }
@@ -175,7 +177,8 @@ func (p *Proxy) ExpireContinueTokens(resource string, times int) (*Injection, er
 
 // CutWatches drops the connections of the open watches m matches (m's Verbs
 // are ignored: every open request it is tried on is a watch) and returns how
-// many it cut. The clients see their watch streams end abruptly.
+// many it cut; a watch it cut before is neither cut nor counted again. The
+// clients see their watch streams end abruptly.
 func (p *Proxy) CutWatches(m Match) int {
 	m.Verbs = nil
 	p.mu.Lock()
@@ -184,6 +187,7 @@ func (p *Proxy) CutWatches(m Match) int {
 	for w := range p.watches {
 		if m.matches(w.req, w.info) {
 			w.cancel(errCut)
+			delete(p.watches, w)
 			n++
 		}
 	}

@@ -497,6 +497,27 @@ func TestCutWatches(t *testing.T) {
 	}
 }
 
+// A watch cut once is not cut, nor counted, again by a second CutWatches
+// that comes before its handler has returned.
+func TestCutWatchesCountsEachWatchOnce(t *testing.T) {
+	lines := make(chan string)
+	b := newBackend(t, map[string]http.HandlerFunc{rbPath: streamLines(lines)})
+	p := newProxy(t, &rest.Config{Host: b.URL})
+	c := newClient(t)
+	rb := bufio.NewReader(openStream(t, c, p.URL()+rbPath+"?watch=true").Body)
+	lines <- "x"
+	_, _ = rb.ReadString('\n')
+
+	n1 := p.CutWatches(Match{})
+	n2 := p.CutWatches(Match{})
+	if n1 != 1 || n2 != 0 {
+		t.Errorf("one open watch: CutWatches = %d, then %d; want 1, then 0", n1, n2)
+	}
+	if got := p.Stats().Faults.WatchesCut; got != 1 {
+		t.Errorf("Faults.WatchesCut = %d, want 1", got)
+	}
+}
+
 func TestCloseEndsRequestsInFlight(t *testing.T) {
 	lines := make(chan string)
 	b := newBackend(t, map[string]http.HandlerFunc{rbPath: streamLines(lines)})
