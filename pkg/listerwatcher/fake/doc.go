@@ -20,7 +20,12 @@
 //     sendInitialEvents=true streams the state and, when bookmarks are
 //     allowed, ends it with the BOOKMARK annotated
 //     k8s.io/initial-events-end: "true" (without bookmarks the real server
-//     sends the state but never the end bookmark; so does this one).
+//     sends the state but never the end bookmark; so does this one). A
+//     watch from a resourceVersion newer than the server's stays open and
+//     sends only the changes (and bookmarks) after it, as the watch cache
+//     does; only with sendInitialEvents=true does it end with a "Too large
+//     resource version" ERROR, at once where the real server first waits
+//     a few seconds for the resourceVersion.
 //   - Compact makes older resourceVersions and continue tokens answer
 //     410 Expired, as an error for LIST and as an ERROR event for WATCH.
 //

@@ -245,7 +245,9 @@ func (s *Server) commit(typ watch.EventType, key string, obj runtime.Object, m m
 	c := change{typ: typ, v: v}
 	s.history = append(s.history, c)
 	for w := range s.watches {
-		w.enqueue(queued{typ: typ, v: v})
+		if v.rv > w.after {
+			w.enqueue(queued{typ: typ, v: v})
+		}
 	}
 }
 

@@ -357,7 +357,9 @@ func TestWatchResourceVersionSemantics(t *testing.T) {
 		"no initial events from empty": {
 			metav1.ListOptions{SendInitialEvents: ptr.To(false), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan},
 			[]string{"ADDED c@5"}},
-		"too large": {metav1.ListOptions{ResourceVersion: "99"}, []string{"ERROR"}},
+		"streamed state from a future resourceVersion": {
+			metav1.ListOptions{ResourceVersion: "99", SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true},
+			[]string{"ERROR"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newServer(t, "b", "a")                    // b@2, a@3
@@ -373,6 +375,36 @@ func TestWatchResourceVersionSemantics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A plain watch from a resourceVersion the server has not reached yet stays
+// open and sends what comes after it, as the watch cache does (only a
+// sendInitialEvents=true watch waits for the resourceVersion and fails with
+// "Too large resource version").
+func TestWatchFromFutureResourceVersionStaysOpen(t *testing.T) {
+	s := newServer(t, "a", "b") // rv 3
+	w := openWatch(t, s, metav1.ListOptions{ResourceVersion: "5", AllowWatchBookmarks: true})
+	// A bookmark at 3, older than the watch's resourceVersion: not sent.
+	s.SendBookmark()
+	for _, n := range []string{"c", "d", "e"} { // rv 4, 5, 6
+		if _, err := s.Create(cm(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.SendBookmark() // @6
+	if got, want := events(t, w, 2), []string{"ADDED e@6", "BOOKMARK @6"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("events of a watch from future resourceVersion 5: %v, want %v", got, want)
+	}
+}
+
+func TestWatchListFromFutureResourceVersionIsTooLarge(t *testing.T) {
+	s := newServer(t, "a")
+	w := openWatch(t, s, metav1.ListOptions{ResourceVersion: "99", SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	ev := receive(t, w)
+	if err := apierrors.FromObject(ev.Object); ev.Type != watch.Error || !apierrors.IsTimeout(err) || !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		t.Errorf("watch list from future resourceVersion 99 sent %v %v, want a Too large resource version ERROR", ev.Type, ev.Object)
+	}
+	expectClosed(t, w)
 }
 
 func TestWatchValidation(t *testing.T) {

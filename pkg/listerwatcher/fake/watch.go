@@ -29,6 +29,7 @@ type serverWatch struct {
 	stopOnce  sync.Once
 	done      chan struct{}
 	bookmarks bool
+	after     uint64 // send no change or bookmark older than it: the requested future rv
 
 	// Guarded by s.mu.
 	initial     bool   // initial state still to send
@@ -81,10 +82,15 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 		bookmarks: opts.AllowWatchBookmarks,
 	}
 	switch {
-	case rv > s.rv:
-		// The watch cache waits a little for the resourceVersion, then
-		// ends the stream with this error; no need to wait here.
+	case rv > s.rv && sendInitial != nil && *sendInitial:
+		// The watch cache waits a few seconds for the resourceVersion a
+		// watch list needs, then ends the stream with this error; no need
+		// to wait here.
 		w.enqueue(queued{typ: watch.Error, obj: statusOf(TooLargeResourceVersion(rv, s.rv)), last: true})
+	case rv > s.rv:
+		// Any other watch from a resourceVersion not reached yet stays
+		// open and sends what comes after it.
+		w.after = rv
 	case sendInitial != nil && *sendInitial:
 		// The state at least as new as rv: the newest.
 		w.initial, w.snap, w.endBookmark = true, s.rv, opts.AllowWatchBookmarks
@@ -316,7 +322,7 @@ func (s *Server) SendBookmark() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for w := range s.watches {
-		if w.bookmarks {
+		if w.bookmarks && s.rv >= w.after {
 			w.enqueue(queued{typ: watch.Bookmark, obj: s.bookmark(s.rv, false)})
 		}
 	}
