@@ -25,7 +25,10 @@
 //     sends only the changes (and bookmarks) after it, as the watch cache
 //     does; only with sendInitialEvents=true does it end with a "Too large
 //     resource version" ERROR, at once where the real server first waits
-//     a few seconds for the resourceVersion.
+//     a few seconds for the resourceVersion. A watch with timeoutSeconds
+//     ends after it by closing its result channel, with no ERROR event
+//     (unset or 0 is no limit here; the real server then picks 30 to 60
+//     minutes).
 //   - Compact makes older resourceVersions and continue tokens answer
 //     410 Expired, as an error for LIST and as an ERROR event for WATCH.
 //

@@ -33,13 +33,15 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 	return lw.Server.list(ctx, opts)
 }
 
-// Watch implements toolscache.Watcher. The watch ends on Stop or Close.
+// Watch implements toolscache.Watcher. The watch ends on Stop, Close or
+// after opts.TimeoutSeconds.
 func (lw *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.Server.watch(context.Background(), opts)
 }
 
 // WatchWithContext implements toolscache.WatcherWithContext. The watch also
-// ends when ctx does, as a streaming HTTP response would.
+// ends when ctx does, as a streaming HTTP response would, and after
+// opts.TimeoutSeconds.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.Server.watch(ctx, opts)
 }

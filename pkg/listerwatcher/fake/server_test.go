@@ -407,6 +407,34 @@ func TestWatchListFromFutureResourceVersionIsTooLarge(t *testing.T) {
 	expectClosed(t, w)
 }
 
+// The API server ends a watch after its timeoutSeconds by closing the stream,
+// with no ERROR event; reflectors rely on it to rotate their watches.
+func TestWatchEndsAfterTimeoutSeconds(t *testing.T) {
+	s := newServer(t, "a")
+	start := time.Now()
+	w := openWatch(t, s, metav1.ListOptions{ResourceVersion: s.ResourceVersion(), TimeoutSeconds: ptr.To[int64](1)})
+	if _, err := s.Create(cm("b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(receive(t, w)); got != "ADDED b@3" {
+		t.Errorf("first event %s, want ADDED b@3", got)
+	}
+	expectClosed(t, w)
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("watch with timeoutSeconds=1 ended after %v", d)
+	}
+	if n := s.OpenWatches(); n != 0 {
+		t.Errorf("%d open watches after the timeout, want 0", n)
+	}
+	untimed := openWatch(t, s, metav1.ListOptions{ResourceVersion: s.ResourceVersion(), TimeoutSeconds: ptr.To[int64](0)})
+	if _, err := s.Create(cm("c")); err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(receive(t, untimed)); got != "ADDED c@4" {
+		t.Errorf("watch with timeoutSeconds=0: first event %s, want ADDED c@4", got)
+	}
+}
+
 func TestWatchValidation(t *testing.T) {
 	s := newServer(t)
 	lw := s.ListerWatcher()

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +24,8 @@ const initialBatch = 256
 // queued changes, on an unbuffered channel as a client's decoder would.
 type serverWatch struct {
 	s         *Server
-	ctx       context.Context
+	ctx       context.Context // the caller's, with the watch's timeout
+	cancel    context.CancelFunc
 	result    chan watch.Event
 	stop      chan struct{}
 	stopOnce  sync.Once
@@ -70,11 +72,20 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 		}
 	}
 
+	// The API server ends the watch after timeoutSeconds by closing the
+	// stream (a clean end, no ERROR event). 0 or unset is no limit here,
+	// where the real server picks one of 30 to 60 minutes by default.
+	cancel := context.CancelFunc(func() {})
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(*opts.TimeoutSeconds)*time.Second)
+	}
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := &serverWatch{
 		s:         s,
 		ctx:       ctx,
+		cancel:    cancel,
 		result:    make(chan watch.Event),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -170,6 +181,7 @@ func (w *serverWatch) enqueue(q queued) {
 
 func (w *serverWatch) pump() {
 	defer w.s.pumps.Done()
+	defer w.cancel()
 	defer close(w.done)
 	defer close(w.result)
 	defer w.s.forget(w)
