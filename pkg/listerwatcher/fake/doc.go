@@ -31,6 +31,9 @@
 //     minutes).
 //   - Compact makes older resourceVersions and continue tokens answer
 //     410 Expired, as an error for LIST and as an ERROR event for WATCH.
+//     The 410 for a continue token carries, in its Status's
+//     metadata.continue, a token that lists the rest at the newest
+//     resourceVersion (an inconsistent list), as etcd3's store does.
 //
 // Faults are injected per request with SetFault, and on open watches with
 // CloseWatches, SendWatchError, SendBookmark and SendWatchEvent. Every

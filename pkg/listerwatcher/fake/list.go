@@ -19,8 +19,11 @@ import (
 
 // The messages of the real API server, so that callers matching on them work.
 const (
-	continueExpired = "The provided continue parameter is too old to display a consistent list result. " +
-		"You can start a new list without the continue parameter."
+	inconsistentContinue = "The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to " +
+		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
+		"objects that were created, modified, or deleted between the time the first chunk was returned and now may " +
+		"show up in the list."
 	rvWithContinue = "specifying resource version is not allowed when using continue"
 )
 
@@ -90,6 +93,17 @@ func (s *Server) visibleCount(snap uint64) int64 {
 	return n
 }
 
+// countAfter counts the objects a read at snap sees after key, by a scan.
+func (s *Server) countAfter(snap uint64, key string) int64 {
+	var n int64
+	for k, v := range s.heads {
+		if k > key && visibleAt(v, snap) != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // listStart validates opts as the API server does and returns the snapshot
 // to read, the key to start after, how many objects of the snapshot follow
 // that key (-1 for a first page: count them) and the page limit (0: no
@@ -107,8 +121,17 @@ func (s *Server) listStart(opts metav1.ListOptions) (snap uint64, after string, 
 		if err != nil {
 			return 0, "", 0, 0, err
 		}
+		if snap == newestSnap {
+			// The token of an expired continue: go on after the same key
+			// at the newest resourceVersion.
+			return s.rv, after, s.countAfter(s.rv, after), limit, nil
+		}
 		if snap < s.compacted {
-			return 0, "", 0, 0, apierrors.NewResourceExpired(continueExpired)
+			// etcd3's store offers a token that continues at the newest
+			// resourceVersion (handleCompactedErrorForPaging).
+			err := apierrors.NewResourceExpired(inconsistentContinue)
+			err.ErrStatus.ListMeta.Continue = encodeContinue(newestSnap, 0, after)
+			return 0, "", 0, 0, err
 		}
 		return snap, after, remaining, limit, nil
 	}
@@ -189,6 +212,11 @@ func (s *Server) newList(found []*version) (runtime.Object, error) {
 // A continue token names the snapshot, how many of its objects remain and
 // the last key served. Real tokens are opaque too; callers must not parse
 // them.
+//
+// newestSnap in a token means the newest resourceVersion, whatever it is
+// then, as -1 does in a real token; its count of remaining objects is unused.
+const newestSnap = 0
+
 func encodeContinue(snap uint64, remaining int64, lastKey string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(formatRV(snap) + "/" + strconv.FormatInt(remaining, 10) + "/" + lastKey))
 }

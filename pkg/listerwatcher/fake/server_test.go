@@ -279,6 +279,42 @@ func TestCompactExpiresOldVersionsAndContinueTokens(t *testing.T) {
 	}
 }
 
+// etcd3's store answers a compacted continue token with a 410 whose Status
+// carries a token that goes on after the same key at the newest
+// resourceVersion (handleCompactedErrorForPaging).
+func TestCompactedContinueOffersInconsistentContinue(t *testing.T) {
+	s := newServer(t, "a", "b", "c")
+	first := list(t, s, metav1.ListOptions{Limit: 1})
+	if _, err := s.Delete("ns", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(cm("d")); err != nil {
+		t.Fatal(err)
+	}
+	s.Compact()
+	_, err := s.ListerWatcher().ListWithContext(context.Background(), metav1.ListOptions{Limit: 1, Continue: first.Continue})
+	if !apierrors.IsResourceExpired(err) {
+		t.Fatalf("continue from before the compaction: %v, want Expired", err)
+	}
+	st := err.(apierrors.APIStatus).Status()
+	if st.ListMeta.Continue == "" {
+		t.Fatalf("410 for a compacted continue token has no ListMeta.Continue (message %q)", st.Message)
+	}
+	if st.Message != inconsistentContinue {
+		t.Errorf("message %q, want the API server's %q", st.Message, inconsistentContinue)
+	}
+	next := list(t, s, metav1.ListOptions{Limit: 1, Continue: st.ListMeta.Continue})
+	if got := names(next); !reflect.DeepEqual(got, []string{"c"}) || next.ResourceVersion != s.ResourceVersion() ||
+		next.RemainingItemCount == nil || *next.RemainingItemCount != 1 {
+		t.Errorf("inconsistent continue listed %v at %s remaining %v, want [c] at the newest %s with 1 remaining",
+			got, next.ResourceVersion, next.RemainingItemCount, s.ResourceVersion())
+	}
+	last := list(t, s, metav1.ListOptions{Limit: 1, Continue: next.Continue})
+	if got := names(last); !reflect.DeepEqual(got, []string{"d"}) || last.Continue != "" || last.ResourceVersion != next.ResourceVersion {
+		t.Errorf("next page %v at %s (continue %q), want [d] at %s, the end", got, last.ResourceVersion, last.Continue, next.ResourceVersion)
+	}
+}
+
 func receive(t *testing.T, w watch.Interface) watch.Event {
 	t.Helper()
 	select {
