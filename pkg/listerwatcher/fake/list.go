@@ -130,7 +130,7 @@ func (s *Server) listStart(opts metav1.ListOptions) (snap uint64, after string, 
 			// etcd3's store offers a token that continues at the newest
 			// resourceVersion (handleCompactedErrorForPaging).
 			err := apierrors.NewResourceExpired(inconsistentContinue)
-			err.ErrStatus.ListMeta.Continue = encodeContinue(newestSnap, 0, after)
+			err.ErrStatus.Continue = encodeContinue(newestSnap, 0, after)
 			return 0, "", 0, 0, err
 		}
 		return snap, after, remaining, limit, nil

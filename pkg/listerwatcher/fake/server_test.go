@@ -297,13 +297,13 @@ func TestCompactedContinueOffersInconsistentContinue(t *testing.T) {
 		t.Fatalf("continue from before the compaction: %v, want Expired", err)
 	}
 	st := err.(apierrors.APIStatus).Status()
-	if st.ListMeta.Continue == "" {
+	if st.Continue == "" {
 		t.Fatalf("410 for a compacted continue token has no ListMeta.Continue (message %q)", st.Message)
 	}
 	if st.Message != inconsistentContinue {
 		t.Errorf("message %q, want the API server's %q", st.Message, inconsistentContinue)
 	}
-	next := list(t, s, metav1.ListOptions{Limit: 1, Continue: st.ListMeta.Continue})
+	next := list(t, s, metav1.ListOptions{Limit: 1, Continue: st.Continue})
 	if got := names(next); !reflect.DeepEqual(got, []string{"c"}) || next.ResourceVersion != s.ResourceVersion() ||
 		next.RemainingItemCount == nil || *next.RemainingItemCount != 1 {
 		t.Errorf("inconsistent continue listed %v at %s remaining %v, want [c] at the newest %s with 1 remaining",
