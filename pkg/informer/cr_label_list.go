@@ -34,6 +34,14 @@ type labelListCache struct {
 	// the GVK on what it returns.
 	noDeepCopy        map[schema.GroupVersionKind]bool
 	defaultNoDeepCopy bool
+	// multiNamespace says by GVK (ByObject), else defaultMultiNamespace,
+	// whether controller-runtime keeps the type in a multi-namespace cache.
+	// Its informer is never ours, and asking for it would start informers
+	// in every namespace of the cache and a goroutine that waits for them,
+	// where controller-runtime's List of one namespace starts nothing else:
+	// such Lists go to controller-runtime without a look.
+	multiNamespace        map[schema.GroupVersionKind]bool
+	defaultMultiNamespace bool
 }
 
 // newLabelListCache wraps c, made by controller-runtime from opts, or
@@ -44,13 +52,22 @@ func newLabelListCache(c crcache.Cache, s *runtime.Scheme, opts crcache.Options)
 		return c, nil
 	}
 	l := &labelListCache{Cache: c, scheme: s, noDeepCopy: map[schema.GroupVersionKind]bool{},
-		defaultNoDeepCopy: ptr.Deref(opts.DefaultUnsafeDisableDeepCopy, false)}
+		defaultNoDeepCopy:     ptr.Deref(opts.DefaultUnsafeDisableDeepCopy, false),
+		multiNamespace:        map[schema.GroupVersionKind]bool{},
+		defaultMultiNamespace: len(opts.DefaultNamespaces) > 0,
+	}
 	for obj, byObject := range opts.ByObject {
 		gvk, err := apiutil.GVKForObject(obj, s)
 		if err != nil {
 			return nil, fmt.Errorf("the GVK of ByObject entry %T: %w", obj, err)
 		}
 		l.noDeepCopy[gvk] = ptr.Deref(byObject.UnsafeDisableDeepCopy, l.defaultNoDeepCopy)
+		// As cache.New decides: an entry with namespaces, or a namespaced
+		// one without that takes DefaultNamespaces. A cluster-scoped one of
+		// the latter kind is not, but telling needs the RESTMapper; it only
+		// misses the fast path.
+		l.multiNamespace[gvk] = len(byObject.Namespaces) > 0 ||
+			(byObject.Namespaces == nil && len(opts.DefaultNamespaces) > 0)
 	}
 	return l, nil
 }
@@ -77,7 +94,8 @@ func (l *labelListCache) NeedLeaderElection() bool {
 // listByLabels answers the List if it can (done), as controller-runtime's
 // CacheReader.List does: a label selector and no field selector or
 // continue token, on a type whose informer is ours, synced, with an encoded
-// store (any other informer is a multi-namespace cache's or the caller's).
+// store (any other informer is a multi-namespace cache's or the caller's;
+// the informers of a multi-namespace cache are not even looked up).
 func (l *labelListCache) listByLabels(ctx context.Context, out client.ObjectList, opts []client.ListOption) (done bool, err error) {
 	var listOpts client.ListOptions
 	listOpts.ApplyOptions(opts)
@@ -87,6 +105,13 @@ func (l *labelListCache) listByLabels(ctx context.Context, out client.ObjectList
 	gvk, obj, ok := l.itemType(out)
 	if !ok {
 		return false, nil // controller-runtime returns the error
+	}
+	multi, found := l.multiNamespace[gvk]
+	if !found {
+		multi = l.defaultMultiNamespace
+	}
+	if multi {
+		return false, nil
 	}
 	// Not blocking: an informer that has not synced (or a cache that has not
 	// started) is controller-runtime's to wait for or to refuse.

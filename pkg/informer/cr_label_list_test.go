@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -191,5 +194,67 @@ func TestNewCacheWithAnswersLabelListsOfTheEncodedStore(t *testing.T) {
 		if _, ok := c.(*labelListCache); ok != tc.want {
 			t.Errorf("%s: NewCacheWith made a %T; label-list answers: %v, want %v", tc.name, c, ok, tc.want)
 		}
+	}
+}
+
+// On a multi-namespace cache (DefaultNamespaces, or a ByObject entry's
+// Namespaces) controller-runtime's informers are never ours, so a label
+// List must go to controller-runtime without looking its informer up: the
+// multi-namespace cache's GetInformer starts informers in every namespace
+// of the cache and, per call, a goroutine that waits for them to sync,
+// where controller-runtime's List of one namespace starts nothing else.
+func TestLabelListsOfMultiNamespaceCachesStartNothing(t *testing.T) {
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	for _, kind := range []string{"Secret", "SecretList", "ConfigMap", "ConfigMapList"} {
+		mapper.Add(corev1.SchemeGroupVersion.WithKind(kind), apimeta.RESTScopeNamespace)
+	}
+	cfg := &rest.Config{Host: "https://unused.invalid"}
+	twoNamespaces := map[string]crcache.Config{"a": {}, "b": {}}
+	for _, tc := range []struct {
+		name string
+		opts crcache.Options
+		list client.ObjectList
+	}{
+		{"DefaultNamespaces", crcache.Options{DefaultNamespaces: twoNamespaces}, &corev1.SecretList{}},
+		{"ByObject Namespaces", crcache.Options{ByObject: map[client.Object]crcache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: twoNamespaces},
+		}}, &corev1.ConfigMapList{}},
+		{"ByObject taking DefaultNamespaces", crcache.Options{DefaultNamespaces: twoNamespaces, ByObject: map[client.Object]crcache.ByObject{
+			&corev1.ConfigMap{}: {Label: nil},
+		}}, &corev1.ConfigMapList{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Mapper = mapper
+			theirs, err := crcache.New(cfg, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours, err := NewCacheWith(WithEncodedStore(), WithMetrics(nil))(cfg, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := ours.(*labelListCache); !ok {
+				t.Fatalf("NewCacheWith(WithEncodedStore()) returned %T, want its label List cache", ours)
+			}
+			list := func(c crcache.Cache) error {
+				return c.List(context.Background(), tc.list, client.InNamespace("a"), client.MatchingLabels{"app": "x"})
+			}
+			wantErr := list(theirs) // a cache not started refuses reads
+			if wantErr == nil {
+				t.Fatal("controller-runtime's cache, not started, answered a List")
+			}
+			_ = list(ours) // its first List may make the namespace's informer
+			goruntime.GC()
+			before := goruntime.NumGoroutine()
+			for range 100 {
+				if err := list(ours); err == nil || err.Error() != wantErr.Error() {
+					t.Fatalf("List: %v, controller-runtime's %v", err, wantErr)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+			if after := goruntime.NumGoroutine(); after-before > 10 {
+				t.Fatalf("100 label Lists of a cache not started left %d goroutines running (%d before, %d after)", after-before, before, after)
+			}
+		})
 	}
 }
