@@ -82,11 +82,16 @@ func (b *metricsBridge) restartDone(d time.Duration, objects, reused int, rv str
 	b.clientGo.setResourceVersion(rv)
 }
 
-// applied: a live event of type typ at rv went through the store (or was
-// dropped on its way; dropped says so separately).
-func (b *metricsBridge) applied(typ listerwatcher.EventType, rv string) {
+// applied: a live event of type typ at rv was handled: stored says whether
+// the store took it. Our event metrics count it either way (a drop is also
+// counted by dropped); client-go's store resourceVersion moves only with
+// the store, as client-go's does, whose FIFO drops an event the transform
+// fails on before its store sees it.
+func (b *metricsBridge) applied(typ listerwatcher.EventType, rv string, stored bool) {
 	b.prom.Event(eventNames[typ], rv, b.clock.Now())
-	b.clientGo.setResourceVersion(rv)
+	if stored {
+		b.clientGo.setResourceVersion(rv)
+	}
 }
 
 var eventNames = map[listerwatcher.EventType]string{

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"strconv"
@@ -451,5 +452,82 @@ func TestCanceledListsAreNotFailures(t *testing.T) {
 				t.Errorf("context-less: %v; list_requests_total{result=%q} = %v after the informer stopped during its LIST, want %v", contextLess, result, got, want)
 			}
 		}
+	}
+}
+
+// client-go's FIFO drops a live object its transform fails on before its
+// store sees it, so its store resourceVersion gauge stays where the store
+// is; ours must not move it either.
+func TestClientGoStoreResourceVersionStaysWithTheStore(t *testing.T) {
+	s := newServer(t, 3)
+	failBad := func(obj any) (any, error) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == "bad" {
+			return nil, errors.New("refused")
+		}
+		return obj, nil
+	}
+	gauges := map[string]*fakeProvider{}
+	informers := map[string]toolscache.SharedIndexInformer{}
+	for _, who := range []string{"ours", "client-go"} {
+		name, err := toolscache.NewInformerName("leaninformer-rv-test-" + who)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer name.Release()
+		gauges[who] = &fakeProvider{}
+		opts := toolscache.SharedIndexInformerOptions{
+			Identifier:              name.WithResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}),
+			InformerMetricsProvider: gauges[who],
+		}
+		if who == "ours" {
+			informers[who] = NewSharedIndexInformerWithOptions(s.ListerWatcher(), &corev1.ConfigMap{}, opts, WithBackoff(fastBackoff), WithMetrics(nil))
+		} else {
+			informers[who] = toolscache.NewSharedIndexInformerWithOptions(s.ListerWatcher(), &corev1.ConfigMap{}, opts)
+		}
+		if err := informers[who].SetTransform(failBad); err != nil {
+			t.Fatal(err)
+		}
+		run(t, informers[who])
+	}
+	waitSynced(t, informers["ours"], informers["client-go"])
+	mustCreate(t, s, configMap("good"))
+	good := s.ResourceVersion()
+	mustCreate(t, s, configMap("bad"))
+	for who, inf := range informers {
+		eventually(t, who+" past the bad event", func() bool { return inf.LastSyncResourceVersion() == s.ResourceVersion() })
+	}
+	for who, p := range gauges {
+		if v, _ := p.rv.get(); formatFloat(v) != good {
+			t.Errorf("%s: store resourceVersion gauge %s after an event the transform refused, want %s (the store's)", who, formatFloat(v), good)
+		}
+	}
+}
+
+// leaninformer_watch_events_total counts every live event handled, one whose
+// object could not be stored included (docs/observability.md), which
+// leaninformer_dropped_objects_total counts as well.
+func TestDroppedEventsAreWatchEventsAndDrops(t *testing.T) {
+	s := newServer(t, 3)
+	m, reg := registeredMetrics(t)
+	inf := newInformer(s, 0, WithMetrics(m))
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == "bad" {
+			return nil, errors.New("refused")
+		}
+		return obj, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf)
+	mustCreate(t, s, configMap("bad"))
+	mustCreate(t, s, configMap("later"))
+	eventually(t, "both events", func() bool { return inf.LastSyncResourceVersion() == s.ResourceVersion() })
+	cm := map[string]string{"resource": "configmaps"}
+	if got := gathered(t, reg, "leaninformer_dropped_objects_total", cm); got != 1 {
+		t.Errorf("dropped_objects_total = %v, want 1", got)
+	}
+	if got := gathered(t, reg, "leaninformer_watch_events_total", map[string]string{"resource": "configmaps", "type": "added"}); got != 2 {
+		t.Errorf("watch_events_total{added} = %v after a dropped and a stored add, want 2", got)
 	}
 }

@@ -130,17 +130,22 @@ func (w *storeWriter) handle(ctx context.Context, ev listerwatcher.Event) error 
 		return nil
 	case listerwatcher.RestartDone:
 		return w.finishReplace(ctx, ev.ResourceVersion)
+	}
+	// stored: the store recorded the event's resourceVersion.
+	var stored bool
+	switch ev.Type {
 	case listerwatcher.Added, listerwatcher.Modified:
-		w.upsert(ctx, ev.Object, ev.ResourceVersion)
+		stored = w.upsert(ctx, ev.Object, ev.ResourceVersion)
 	case listerwatcher.Deleted:
-		w.remove(ctx, ev.Object, ev.ResourceVersion)
+		stored = w.remove(ctx, ev.Object, ev.ResourceVersion)
 	case listerwatcher.Bookmark:
 		w.indexer.Bookmark(ev.ResourceVersion)
 		w.commit(ev.ResourceVersion, false)
+		stored = true
 	default:
 		return fmt.Errorf("unknown watcher event type %v", ev.Type)
 	}
-	w.metrics.applied(ev.Type, ev.ResourceVersion) // live events only
+	w.metrics.applied(ev.Type, ev.ResourceVersion, stored) // live events only
 	return nil
 }
 
@@ -237,14 +242,15 @@ func (w *storeWriter) swapIn(ctx context.Context, rv string, first bool) (*cache
 // upsert applies an add or update event at resourceVersion rv. Like every
 // live change, it commits rv once the store holds the change and before
 // handlers hear of it, so that a handler never sees LastSyncResourceVersion
-// older than its event.
-func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string) {
+// older than its event. It reports whether the store took the event (and
+// so its resourceVersion).
+func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string) bool {
 	stored, err := w.transformed(obj)
 	if err != nil {
 		w.commit(rv, false)
 		w.metrics.dropped(1)
 		utilruntime.HandleErrorWithContext(ctx, err, "Dropping watch event", "type", w.description)
-		return
+		return false
 	}
 	w.changeMu.Lock()
 	defer w.changeMu.Unlock()
@@ -253,7 +259,7 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string)
 	if err != nil {
 		w.metrics.dropped(1)
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to store watch event object", "type", w.description)
-		return
+		return false
 	}
 	w.mutations.AddObject(stored)
 	sync := existed && sameResourceVersion(old, stored)
@@ -261,14 +267,15 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string)
 	if err != nil {
 		// Only a broken codec fails; the store has the new object.
 		utilruntime.HandleErrorWithContext(ctx, err, "Dropping a notification", "type", w.description)
-		return
+		return true
 	}
 	if existed {
 		w.processor.distribute(notification{kind: notifyUpdate, oldObj: oldObj, newObj: newObj}, sync)
-		return
+		return true
 	}
 	w.metrics.storeChanged(1)
 	w.processor.distribute(notification{kind: notifyAdd, newObj: newObj}, false)
+	return true
 }
 
 // notified returns the objects an upsert's notification carries: for a
@@ -291,12 +298,11 @@ func (w *storeWriter) notified(stored, old any, existed bool) (newObj, oldObj an
 }
 
 // remove applies a delete event at resourceVersion rv, committing rv as
-// upsert does.
-func (w *storeWriter) remove(ctx context.Context, obj runtime.Object, rv string) {
+// upsert does, and reports whether the store took it.
+func (w *storeWriter) remove(ctx context.Context, obj runtime.Object, rv string) bool {
 	deleted, err := w.transformed(obj)
 	if err != nil {
-		w.removeUntransformed(ctx, obj, rv, err)
-		return
+		return w.removeUntransformed(ctx, obj, rv, err)
 	}
 	w.changeMu.Lock()
 	defer w.changeMu.Unlock()
@@ -304,7 +310,7 @@ func (w *storeWriter) remove(ctx context.Context, obj runtime.Object, rv string)
 	w.commit(rv, false)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description)
-		return
+		return false
 	}
 	if existed {
 		w.metrics.storeChanged(-1)
@@ -316,6 +322,7 @@ func (w *storeWriter) remove(ctx context.Context, obj runtime.Object, rv string)
 	}
 	// Like client-go, handlers hear of every delete event, stored or not.
 	w.processor.distribute(notification{kind: notifyDelete, oldObj: deleted}, false)
+	return true
 }
 
 // removeUntransformed applies a delete event whose object the transform
@@ -325,13 +332,14 @@ func (w *storeWriter) remove(ctx context.Context, obj runtime.Object, rv string)
 // and handlers get OnDelete(DeletedFinalStateUnknown) carrying its last
 // stored, transformed state, as a relist that found it gone would give them.
 // A delete of a key that is not stored is dropped: there is nothing to tell.
-func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Object, rv string, transformErr error) {
+// Like remove, it reports whether the store took the event.
+func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Object, rv string, transformErr error) bool {
 	w.metrics.dropped(1)
 	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		w.commit(rv, false)
 		utilruntime.HandleErrorWithContext(ctx, err, "Unable to delete watch event object from store", "type", w.description)
-		return
+		return false
 	}
 	var existed bool
 	var decodeErr error
@@ -360,6 +368,7 @@ func (w *storeWriter) removeUntransformed(ctx context.Context, obj runtime.Objec
 	default:
 		utilruntime.HandleErrorWithContext(ctx, transformErr, "Transform failed on a delete event of an object not stored: dropping the event", "type", w.description, "object", key)
 	}
+	return err == nil
 }
 
 func (w *storeWriter) transformed(obj runtime.Object) (any, error) {
