@@ -336,21 +336,11 @@ func TestResyncPerHandler(t *testing.T) {
 		eventually(t, "initial list", func() bool { return r.len() == 5 })
 		r.reset()
 	}
-	resyncs := func(r *recorder) int {
-		n := 0
-		for _, c := range r.snapshot() {
-			if c.op == "update" && c.old == c.obj {
-				n++
-			}
-		}
-		return n
-	}
-
 	eventually(t, "resync ticker", clk.HasWaiters)
 	clk.Step(time.Minute)
-	eventually(t, "first resync", func() bool { return resyncs(every1m) == 5 })
+	eventually(t, "first resync", func() bool { return resyncsOf(every1m) == 5 })
 	clk.Step(time.Minute)
-	eventually(t, "second resync", func() bool { return resyncs(every1m) == 10 && resyncs(every2m) == 5 })
+	eventually(t, "second resync", func() bool { return resyncsOf(every1m) == 10 && resyncsOf(every2m) == 5 })
 	if n := never.len(); n != 0 {
 		t.Fatalf("handler without resync got %d calls", n)
 	}
