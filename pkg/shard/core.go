@@ -258,6 +258,18 @@ func (c *core) setServing(r Range, why string) {
 	c.gate.set(r, c.validUntil())
 }
 
+// fence stops serving at once and cancels the work in flight (through the
+// gate), recording the empty range as setServing does.
+func (c *core) fence(why string) {
+	if !c.serving.Empty() {
+		c.log.Info("Serving range changed", "why", why, "share", 0.0, "terms", 0,
+			"grew", 0.0, "shrank", c.serving.Fraction())
+		c.cfg.rec.Serving(0, 0, false, true)
+	}
+	c.gate.fence()
+	c.serving = Range{}
+}
+
 // next applies the decisions that need no I/O (fence, shrink) and returns
 // the next request, or reqNone when nothing is due before wakeAt.
 func (c *core) next(now time.Time) request {
@@ -276,9 +288,7 @@ func (c *core) next(now time.Time) request {
 	if !c.serving.Empty() && !now.Before(c.validUntil()) {
 		c.log.Error(nil, "Lease not renewed within the renew deadline: no longer serving", "lastRenew", c.own.lastRenew, "renewDeadline", c.cfg.renewDeadline)
 		c.cfg.rec.Fenced()
-		c.cfg.rec.Serving(0, 0, false, true)
-		c.gate.fence()
-		c.serving = Range{}
+		c.fence("renew deadline passed")
 	}
 	if c.predecessor != nil && !now.Before(c.predecessor.until) {
 		c.predecessor = nil
@@ -392,13 +402,11 @@ func (c *core) gotOwn(now time.Time, r request, rec *leaseRecord, err error) {
 		c.lost = fmt.Errorf("lease %s is not a member Lease of controller %q (its %s label is %q): another controller's member Lease has this name; give this member another identity",
 			c.cfg.leaseName, c.cfg.name, LabelController, rec.controller)
 		c.log.Error(c.lost, "Cannot join")
-		c.gate.fence()
-		c.serving = Range{}
+		c.fence("lease of another controller")
 	case rec.holder != c.cfg.holder && c.own.written:
 		c.lost = errors.New("lease " + c.cfg.leaseName + " was taken over by " + rec.holder + ": two replicas have the same identity")
 		c.log.Error(c.lost, "No longer serving")
-		c.gate.fence()
-		c.serving = Range{}
+		c.fence("lease taken over")
 	default:
 		if rec.holder != c.cfg.holder && !rec.published.Empty() {
 			// A predecessor of this identity left a range: it may still

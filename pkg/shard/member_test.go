@@ -8,12 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
 
 // TestMemberLifecycle runs one member on client-go's fake clientset: it
@@ -166,5 +172,126 @@ func TestMemberStopsAtOnceBeforeItsLeaseWasWritten(t *testing.T) {
 	}
 	if m.Assigned(42) || !m.Serving().Empty() {
 		t.Errorf("the stopped member is assigned hash 42: %v, serves %s", m.Assigned(42), m.Serving())
+	}
+}
+
+// testLogger logs to t, up to V(1), each line prefixed.
+func testLogger(t *testing.T, prefix string) logr.Logger {
+	return funcr.New(func(p, a string) { t.Log(prefix, p, a) }, funcr.Options{Verbosity: 1})
+}
+
+// startMember runs m.Start in the background.
+func startMember(m *Member) (cancel func(), done <-chan error) {
+	ctx, c := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() { ch <- m.Start(ctx) }()
+	return c, ch
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// newTestMetrics is a metrics set registered in a registry of its own.
+func newTestMetrics(t *testing.T) (*metrics.Metrics, *prometheus.Registry) {
+	t.Helper()
+	mx := metrics.New()
+	reg := prometheus.NewRegistry()
+	if err := mx.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return mx, reg
+}
+
+// metricValue is the value of the first gauge or counter name in reg whose
+// labels include labels, and whether there is one.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue metric
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue(), true
+			case m.Counter != nil:
+				return m.GetCounter().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// A member that finds its Lease taken over (a second process of its
+// identity) stops serving, and records that it serves nothing: its serving
+// gauges do not report the range it served last after Start returned.
+func TestMemberWhoseLeaseIsTakenOverRecordsNothingServed(t *testing.T) {
+	client := fake.NewClientset()
+	var conflict atomic.Bool
+	client.PrependReactor("update", "leases", func(act k8stesting.Action) (bool, runtime.Object, error) {
+		if conflict.Load() {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "ctl-a", errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	mx, reg := newTestMetrics(t)
+	m, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(testLogger(t, "A")), WithMetrics(mx),
+		WithLeaseDuration(2*time.Second), WithRenewDeadline(time.Second), WithRenewInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel, done := startMember(m)
+	defer cancel()
+	waitFor(t, "serving everything", 10*time.Second, func() bool { return m.Serving().Equal(FullRange()) })
+	if share, _ := metricValue(t, reg, "leaninformer_shard_serving_share", map[string]string{"controller": "ctl"}); share != 1 {
+		t.Fatalf("serving everything, serving_share=%v", share)
+	}
+
+	// A second process of identity "a" takes the Lease over.
+	gvr := coordinationv1.SchemeGroupVersion.WithResource("leases")
+	obj, err := client.Tracker().Get(gvr, "ns", m.LeaseName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := obj.(*coordinationv1.Lease).DeepCopy()
+	twin := "a_twin"
+	l.Spec.HolderIdentity = &twin
+	if err := client.Tracker().Update(gvr, l, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	conflict.Store(true)
+	var startErr error
+	select {
+	case startErr = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the member did not notice the takeover")
+	}
+	if startErr == nil || !m.Serving().Empty() {
+		t.Fatalf("Start: %v, serving %s; want an error and nothing served", startErr, m.Serving())
+	}
+	share, _ := metricValue(t, reg, "leaninformer_shard_serving_share", map[string]string{"controller": "ctl"})
+	terms, _ := metricValue(t, reg, "leaninformer_shard_serving_terms", map[string]string{"controller": "ctl"})
+	if share != 0 || terms != 0 {
+		t.Fatalf("Start returned %q and the member serves nothing, but serving_share=%v serving_terms=%v", startErr, share, terms)
 	}
 }
