@@ -33,7 +33,9 @@ import (
 //     ago, before any other member can see the Lease expire.
 //   - A member's clean stop publishes an empty range before it deletes its
 //     Lease, so that its range is free at once; a finalizer keeps anyone
-//     else from deleting a live member's Lease.
+//     else from deleting a live member's Lease. A Lease that goes while it
+//     publishes a range is kept until it would have expired; a member that
+//     finds its own Lease gone stops serving and claims again.
 //   - A process that finds its Lease held by an earlier process of its
 //     identity keeps that one's range published, and does not claim it,
 //     until the Lease would have expired; an earlier process that finds its
@@ -88,6 +90,9 @@ type peer struct {
 	observedAt time.Time // when this member first saw rec.version
 	gcTried    time.Time
 	reported   bool // rec.problem was logged
+	// gone says the Lease is missing from the latest view: kept, as a Lease
+	// no longer renewed, until it would have expired.
+	gone bool
 }
 
 func (p *peer) expiresAt() time.Time { return p.observedAt.Add(p.rec.duration) }
@@ -165,6 +170,9 @@ func (c *core) validUntil() time.Time {
 // store, or a consistent list. A Lease missing from it is gone: a member
 // deletes its own Lease only after publishing an empty range, and the
 // finalizer keeps a live member's Lease from being deleted by anyone else.
+// A Lease that goes while it still publishes a range (its finalizer removed
+// by hand, or the empty version missed) is kept until it would have
+// expired, as if it were no longer renewed: its member is fenced by then.
 func (c *core) observe(now time.Time, recs []leaseRecord) {
 	seen := make(map[string]bool, len(recs))
 	for _, rec := range recs {
@@ -186,11 +194,26 @@ func (c *core) observe(now time.Time, recs []leaseRecord) {
 			c.log.Error(rec.problem, "Treating the member's range as everything", "lease", rec.name)
 		}
 	}
-	for name := range c.peers {
-		if !seen[name] {
-			delete(c.peers, name)
-			c.log.V(1).Info("Member Lease gone", "lease", name)
+	for name, p := range c.peers {
+		if seen[name] {
+			p.gone = false
+			continue
 		}
+		if p.live(now) && !p.rec.published.Empty() {
+			// Deleted while it published a range (its finalizer removed
+			// by hand): its member may still serve that range until it
+			// notices, at the latest at its renew deadline. Treat the
+			// Lease as one no longer renewed: live, and its range blocked,
+			// until it would have expired.
+			if !p.gone {
+				p.gone = true
+				c.log.Info("Member Lease deleted while it published a range: keeping the range until the Lease would have expired",
+					"lease", name, "range", p.rec.published.String(), "until", p.expiresAt())
+			}
+			continue
+		}
+		delete(c.peers, name)
+		c.log.V(1).Info("Member Lease gone", "lease", name)
 	}
 }
 
@@ -331,7 +354,7 @@ func (c *core) next(now time.Time) request {
 	if !c.stopping {
 		for name, p := range c.peers {
 			gcAt := p.observedAt.Add(c.gcAfter(p))
-			if !now.Before(gcAt) && !now.Before(p.gcTried.Add(c.gcAfter(p))) {
+			if !p.gone && !now.Before(gcAt) && !now.Before(p.gcTried.Add(c.gcAfter(p))) {
 				p.gcTried = now
 				return request{kind: reqDeletePeer, sent: now, name: name, rv: p.rec.rv}
 			}
@@ -391,6 +414,16 @@ func (c *core) failed(now time.Time, r request, err error) {
 func (c *core) gotOwn(now time.Time, r request, rec *leaseRecord, err error) {
 	switch {
 	case errors.Is(err, errNotFound):
+		if c.own.written {
+			// The Lease this member wrote is gone (deleted by hand, its
+			// finalizer removed): the others no longer see what it
+			// publishes and may have claimed and verified its range
+			// already. Stop serving at once; what it publishes next is a
+			// fresh claim, served only once the LIST verifies it.
+			c.log.Error(nil, "This member's Lease is gone: no longer serving; claiming its share again", "lease", c.cfg.leaseName)
+			c.fence("lease gone")
+			c.verifying = Range{}
+		}
 		c.own = ownLease{known: true, written: c.own.written, lastRenew: c.own.lastRenew, lastSend: c.own.lastSend}
 	case err != nil:
 		c.failed(now, r, err)

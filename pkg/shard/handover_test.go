@@ -144,12 +144,66 @@ func TestLostClaimRaceBacksOff(t *testing.T) {
 		t.Fatalf("a withdraws its claim; got %v publishing %q claiming %q", req.kind, req.publish, req.claims)
 	}
 	c.wrote(now, req, "3", nil)
-	// b leaves: its range is free, but a waits out the pause.
+	// b leaves (a clean stop: it publishes an empty range, then deletes its
+	// Lease): its range is free, but a waits out the pause.
+	released := w.start("b").cfg.buildLease("4", Range{}, now)
+	c.observe(now, []leaseRecord{recordOf(released, KeyUID, p.leaseDuration)})
 	c.observe(now, nil)
 	if req = c.next(now); !req.claims.Empty() {
 		t.Fatalf("a claims %s before its pause ended", req.claims)
 	}
 	if req = c.next(c.claimAfter); req.kind != reqWrite || !req.claims.Equal(FullRange()) {
 		t.Fatalf("after the pause a claims everything; got %v claiming %s", req.kind, req.claims)
+	}
+}
+
+// TestMemberWhoseLeaseIsGoneClaimsAgain: a member that finds its own Lease
+// gone (a renewal fails, and the Lease reads as not found) stops serving at
+// once, cancelling its work, and re-creates its Lease with a claim that it
+// serves only after the verifying LIST, as a newcomer would: the others may
+// have taken its range over meanwhile.
+func TestMemberWhoseLeaseIsGoneClaimsAgain(t *testing.T) {
+	p := defaultModelParams()
+	w := newWorld(t, 3, p)
+	a := w.start("a")
+	c := a.core
+	now := w.clk.Now()
+	c.gotOwn(now, request{kind: reqGetOwn}, nil, errNotFound)
+	req := c.next(now)
+	c.wrote(now, req, "1", nil)
+	c.listed(now, c.next(now), nil, nil)
+	if !c.serving.Equal(FullRange()) {
+		t.Fatalf("alone, a serves %s", c.serving)
+	}
+	ctx, done, ok := c.gate.begin(context.Background(), 42)
+	if !ok {
+		t.Fatal("work refused on a served hash")
+	}
+	defer done()
+
+	now = now.Add(p.renewInterval)
+	req = c.next(now)
+	if req.kind != reqWrite || req.create {
+		t.Fatalf("a renews; got %v (create %v)", req.kind, req.create)
+	}
+	c.wrote(now, req, "", errNotFound)
+	now = now.Add(p.renewInterval)
+	if req = c.next(now); req.kind != reqGetOwn {
+		t.Fatalf("after a failed renewal a reads its Lease; got %v", req.kind)
+	}
+	c.gotOwn(now, req, nil, errNotFound)
+	if !c.serving.Empty() || !a.gate.serving.Empty() || ctx.Err() == nil {
+		t.Fatalf("a's Lease is gone, yet a serves %s (gate %s), work cancelled: %v", c.serving, a.gate.serving, ctx.Err())
+	}
+	req = c.next(now)
+	if req.kind != reqWrite || !req.create || !req.claims.Equal(FullRange()) {
+		t.Fatalf("a re-creates its Lease with a claim of everything; got %v (create %v) claiming %q", req.kind, req.create, req.claims)
+	}
+	c.wrote(now, req, "5", nil)
+	if !c.serving.Empty() {
+		t.Fatalf("a serves %s before verifying its claim", c.serving)
+	}
+	if req = c.next(now); req.kind != reqVerify {
+		t.Fatalf("a verifies its claim; got %v", req.kind)
 	}
 }

@@ -242,6 +242,50 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 	return 0, false
 }
 
+// A member whose own Lease disappears (the finalizer removed by hand, then
+// the Lease deleted; here the fake clientset has no finalizers) finds it
+// gone when its renewal fails. A peer that saw the Lease go claims its
+// range and verifies the claim: the member must stop serving at once and
+// claim its share again like a newcomer, not re-create its Lease publishing
+// what it served without the verifying LIST.
+func TestMemberWhoseLeaseVanishesStopsServing(t *testing.T) {
+	client := fake.NewClientset()
+	a, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(testLogger(t, "A")), WithMetrics(nil),
+		WithLeaseDuration(3*time.Second), WithRenewDeadline(2*time.Second), WithRenewInterval(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("b"), WithLogger(testLogger(t, "B")), WithMetrics(nil),
+		WithLeaseDuration(3*time.Second), WithRenewDeadline(2*time.Second), WithRenewInterval(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelA, doneA := startMember(a)
+	defer func() { cancelA(); <-doneA }()
+	waitFor(t, "a serving everything", 10*time.Second, func() bool { return a.Serving().Equal(FullRange()) })
+	cancelB, doneB := startMember(b)
+	defer func() { cancelB(); <-doneB }()
+	waitFor(t, "a and b splitting the space", 15*time.Second, func() bool {
+		sa, sb := a.Serving(), b.Serving()
+		return !sa.Empty() && !sb.Empty() && sa.Union(sb).Equal(FullRange()) && !sa.Overlaps(sb)
+	})
+	if err := client.CoordinationV1().Leases("ns").Delete(context.Background(), a.LeaseName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		sa, sb := a.Serving(), b.Serving()
+		if both := sa.Intersect(sb); !both.Empty() {
+			t.Fatalf("after a's Lease was deleted, a and b both serve share %.3f of the hash space (a serves %.3f, b serves %.3f)",
+				both.Fraction(), sa.Fraction(), sb.Fraction())
+		}
+	}
+	// The group settles again: both serve, disjoint, everything.
+	waitFor(t, "a and b splitting the space again", 15*time.Second, func() bool {
+		sa, sb := a.Serving(), b.Serving()
+		return !sa.Empty() && !sb.Empty() && sa.Union(sb).Equal(FullRange()) && !sa.Overlaps(sb)
+	})
+}
+
 // A member that finds its Lease taken over (a second process of its
 // identity) stops serving, and records that it serves nothing: its serving
 // gauges do not report the range it served last after Start returned.
