@@ -502,7 +502,12 @@ func (c *core) deleted(now time.Time, r request, err error) {
 	switch {
 	case r.kind == reqDeletePeer:
 		if err != nil && !errors.Is(err, errNotFound) && !errors.Is(err, errConflict) {
-			c.log.V(1).Info("Could not delete a dead member Lease", "lease", r.name, "err", err.Error())
+			// Retried a gc interval later (peer.gcTried), without pausing
+			// the member's own requests: a member lacking "patch" on
+			// Leases leaves finalizer-held Leases behind, which only this
+			// says.
+			c.cfg.rec.LeaseError(r.kind.String())
+			c.log.Info("Warning: could not delete a dead member Lease; its finalizer keeps it until removed", "lease", r.name, "err", err.Error())
 		}
 	case err == nil || errors.Is(err, errNotFound):
 		c.own.exists, c.finished = false, true

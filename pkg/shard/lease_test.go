@@ -1,11 +1,15 @@
 package shard
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func testConfig(t *testing.T, opts ...Option) *config {
@@ -85,5 +89,54 @@ func TestOptionsAreValidated(t *testing.T) {
 	}
 	if _, err := New(nil, "ns", "ctl"); err == nil {
 		t.Error("New without a Lease client succeeds")
+	}
+}
+
+// A failed delete of a long-dead peer's Lease (which drops its finalizer)
+// is counted in lease_request_errors_total, as every other failed Lease
+// request is: a member without "patch" on Leases would otherwise leave
+// finalizer-held Leases behind with no metric saying so.
+func TestDeadPeerLeaseDeleteErrorIsCounted(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	mx, reg := newTestMetrics(t)
+	cfg := testConfig(t, WithClock(clk), WithMetrics(mx))
+	g := newGate(clk)
+	defer g.retire()
+	c := newCore(cfg, g, 1)
+	peerCfg := testConfig(t, WithIdentity("b"))
+	peer := recordOf(peerCfg.buildLease("7", Range{}, clk.Now()), cfg.key, cfg.leaseDuration)
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, peer.name, errors.New("cannot patch"))
+	tried := false
+	for i := 0; i < 10000 && !tried; i++ {
+		now := clk.Now()
+		c.observe(now, []leaseRecord{peer})
+		req := c.next(now)
+		switch req.kind {
+		case reqNone:
+			clk.Step(100 * time.Millisecond)
+		case reqGetOwn:
+			c.gotOwn(now, req, nil, errNotFound)
+		case reqWrite:
+			c.wrote(now, req, "1", nil)
+		case reqVerify:
+			c.listed(now, req, []leaseRecord{peer}, nil)
+		case reqDeletePeer:
+			c.deleted(now, req, classify(forbidden))
+			tried = true
+		}
+	}
+	if !tried {
+		t.Fatal("the dead peer's Lease was never collected")
+	}
+	n, _ := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": reqDeletePeer.String()})
+	if n != 1 {
+		t.Fatalf("a %q request failed with %v, lease_request_errors_total{request=%q} = %v, want 1", reqDeletePeer, forbidden, reqDeletePeer.String(), n)
+	}
+	// A Lease already gone or changed meanwhile is no error.
+	for _, err := range []error{errNotFound, errConflict} {
+		c.deleted(clk.Now(), request{kind: reqDeletePeer, name: peer.name}, err)
+	}
+	if n, _ := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": reqDeletePeer.String()}); n != 1 {
+		t.Fatalf("NotFound and Conflict on a dead peer's delete counted: lease_request_errors_total=%v, want 1", n)
 	}
 }
