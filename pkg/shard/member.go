@@ -92,7 +92,8 @@ func (m *Member) NeedLeaderElection() bool { return false }
 // serves nothing more, waits for the work in flight, publishes an empty
 // range and deletes its Lease, so that the others take its range over at
 // once (a member none of whose Lease writes succeeded has nothing to
-// release and returns at once). It returns nil after a clean stop, and an error if the stop timed
+// release and returns at once, nil also when the member Leases could not
+// even be listed). It returns nil after a clean stop, and an error if the stop timed
 // out (the Lease is then left to expire), if another process took the
 // member's Lease over, or if a Lease of its name belongs to another
 // controller's member (see WithIdentity). Once it has returned, the member serves nothing and
@@ -116,10 +117,13 @@ func (m *Member) Start(ctx context.Context) error {
 		return err
 	}
 	defer func() { stopWatch(); <-watchDone }()
-	if !toolscache.WaitForCacheSync(ctx.Done(), func() bool { return store.HasSynced() }) {
-		return ctx.Err()
-	}
 	defer m.gate.retire()
+	if !toolscache.WaitForCacheSync(ctx.Done(), func() bool { return store.HasSynced() }) {
+		// Stopped before the group could be listed (an API server outage
+		// at start): nothing was written or served, so the stop is clean.
+		m.cfg.logger.Info("Member stopped before the member Leases could be listed: nothing to release")
+		return nil
+	}
 
 	c := newCore(m.cfg, m.gate, uint64(m.cfg.clock.Now().UnixNano()))
 	// Requests run on a context of their own: a stopping member still
@@ -182,7 +186,12 @@ func (m *Member) watchGroup(ctx context.Context, wake chan<- struct{}) (toolscac
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
-			return m.leases.List(ctx, opts)
+			l, err := m.leases.List(ctx, opts)
+			if err != nil && ctx.Err() == nil {
+				m.cfg.rec.LeaseError(listLeases)
+				m.cfg.logger.Error(err, "Shard Lease request failed", "request", listLeases)
+			}
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector = selector
@@ -208,6 +217,10 @@ func (m *Member) watchGroup(ctx context.Context, wake chan<- struct{}) (toolscac
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	return inf, done, nil
 }
+
+// listLeases labels failed LISTs of the Lease watch in
+// lease_request_errors_total.
+const listLeases = "list leases"
 
 // listThenWatch keeps client-go's reflector from streaming the list of a
 // group's Leases: a handful of objects, for which a LIST costs nothing, and

@@ -339,3 +339,37 @@ func TestMemberWhoseLeaseIsTakenOverRecordsNothingServed(t *testing.T) {
 		t.Fatalf("Start returned %q and the member serves nothing, but serving_share=%v serving_terms=%v", startErr, share, terms)
 	}
 }
+
+// In an API server outage at start (the Lease watch's LIST fails too), a
+// member stopped by its context has written and served nothing: Start
+// returns nil, as after any clean stop, and the failed LISTs are counted in
+// lease_request_errors_total.
+func TestMemberStoppedBeforeTheLeasesCouldBeListed(t *testing.T) {
+	client := fake.NewClientset()
+	var failed atomic.Int64
+	client.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		failed.Add(1)
+		return true, nil, apierrors.NewInternalError(errors.New("etcd is down"))
+	})
+	mx, reg := newTestMetrics(t)
+	m, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(testLogger(t, "A")), WithMetrics(mx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel, done := startMember(m)
+	waitFor(t, "a request", 10*time.Second, func() bool { return failed.Load() >= 1 })
+	time.Sleep(500 * time.Millisecond)
+	errs, _ := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": "list leases"})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil || errs == 0 {
+			t.Fatalf("Start after a stop during an outage at start: %v (want nil); %d failed Lease requests, lease_request_errors_total=%v", err, failed.Load(), errs)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not stop")
+	}
+	if !m.Serving().Empty() {
+		t.Errorf("the stopped member serves %s", m.Serving())
+	}
+}
