@@ -128,7 +128,7 @@ func TestDeadPeerLeaseDeleteErrorIsCounted(t *testing.T) {
 	if !tried {
 		t.Fatal("the dead peer's Lease was never collected")
 	}
-	n, _ := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": reqDeletePeer.String()})
+	n := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": reqDeletePeer.String()})
 	if n != 1 {
 		t.Fatalf("a %q request failed with %v, lease_request_errors_total{request=%q} = %v, want 1", reqDeletePeer, forbidden, reqDeletePeer.String(), n)
 	}
@@ -136,7 +136,7 @@ func TestDeadPeerLeaseDeleteErrorIsCounted(t *testing.T) {
 	for _, err := range []error{errNotFound, errConflict} {
 		c.deleted(clk.Now(), request{kind: reqDeletePeer, name: peer.name}, err)
 	}
-	if n, _ := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": reqDeletePeer.String()}); n != 1 {
+	if n := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": reqDeletePeer.String()}); n != 1 {
 		t.Fatalf("NotFound and Conflict on a dead peer's delete counted: lease_request_errors_total=%v, want 1", n)
 	}
 }

@@ -209,8 +209,8 @@ func newTestMetrics(t *testing.T) (*metrics.Metrics, *prometheus.Registry) {
 }
 
 // metricValue is the value of the first gauge or counter name in reg whose
-// labels include labels, and whether there is one.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+// labels include labels, 0 if there is none.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -233,13 +233,13 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 			}
 			switch {
 			case m.Gauge != nil:
-				return m.GetGauge().GetValue(), true
+				return m.GetGauge().GetValue()
 			case m.Counter != nil:
-				return m.GetCounter().GetValue(), true
+				return m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0, false
+	return 0
 }
 
 // A member whose own Lease disappears (the finalizer removed by hand, then
@@ -261,10 +261,10 @@ func TestMemberWhoseLeaseVanishesStopsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancelA, doneA := startMember(a)
-	defer func() { cancelA(); <-doneA }()
+	defer func() { cancelA(); t.Logf("a.Start: %v", <-doneA) }() // how a ends is not this test's question
 	waitFor(t, "a serving everything", 10*time.Second, func() bool { return a.Serving().Equal(FullRange()) })
 	cancelB, doneB := startMember(b)
-	defer func() { cancelB(); <-doneB }()
+	defer func() { cancelB(); t.Logf("b.Start: %v", <-doneB) }()
 	waitFor(t, "a and b splitting the space", 15*time.Second, func() bool {
 		sa, sb := a.Serving(), b.Serving()
 		return !sa.Empty() && !sb.Empty() && sa.Union(sb).Equal(FullRange()) && !sa.Overlaps(sb)
@@ -307,7 +307,7 @@ func TestMemberWhoseLeaseIsTakenOverRecordsNothingServed(t *testing.T) {
 	cancel, done := startMember(m)
 	defer cancel()
 	waitFor(t, "serving everything", 10*time.Second, func() bool { return m.Serving().Equal(FullRange()) })
-	if share, _ := metricValue(t, reg, "leaninformer_shard_serving_share", map[string]string{"controller": "ctl"}); share != 1 {
+	if share := metricValue(t, reg, "leaninformer_shard_serving_share", map[string]string{"controller": "ctl"}); share != 1 {
 		t.Fatalf("serving everything, serving_share=%v", share)
 	}
 
@@ -333,8 +333,8 @@ func TestMemberWhoseLeaseIsTakenOverRecordsNothingServed(t *testing.T) {
 	if startErr == nil || !m.Serving().Empty() {
 		t.Fatalf("Start: %v, serving %s; want an error and nothing served", startErr, m.Serving())
 	}
-	share, _ := metricValue(t, reg, "leaninformer_shard_serving_share", map[string]string{"controller": "ctl"})
-	terms, _ := metricValue(t, reg, "leaninformer_shard_serving_terms", map[string]string{"controller": "ctl"})
+	share := metricValue(t, reg, "leaninformer_shard_serving_share", map[string]string{"controller": "ctl"})
+	terms := metricValue(t, reg, "leaninformer_shard_serving_terms", map[string]string{"controller": "ctl"})
 	if share != 0 || terms != 0 {
 		t.Fatalf("Start returned %q and the member serves nothing, but serving_share=%v serving_terms=%v", startErr, share, terms)
 	}
@@ -359,7 +359,7 @@ func TestMemberStoppedBeforeTheLeasesCouldBeListed(t *testing.T) {
 	cancel, done := startMember(m)
 	waitFor(t, "a request", 10*time.Second, func() bool { return failed.Load() >= 1 })
 	time.Sleep(500 * time.Millisecond)
-	errs, _ := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": "list leases"})
+	errs := metricValue(t, reg, "leaninformer_shard_lease_request_errors_total", map[string]string{"request": "list leases"})
 	cancel()
 	select {
 	case err := <-done:
