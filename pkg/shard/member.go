@@ -80,9 +80,11 @@ func (m *Member) Begin(ctx context.Context, h uint64) (context.Context, func(), 
 
 // Ready is closed once the running member has written its Lease and
 // verified its first claim: Serving is then what it could take at start
-// (everything assigned to it that no other member held). Informers wait
-// for it, so that they list once with that range, not first with the empty
-// one.
+// (everything assigned to it that no other member held). It is never closed
+// if Start returns before that (an error, or a stop), so wait for it
+// together with Start's end or a context. The informers of WithShard do not
+// wait for it: they list the empty range first and relist when the first
+// claim arrives.
 func (m *Member) Ready() <-chan struct{} { return m.ready }
 
 // NeedLeaderElection is false: every replica runs its member.
