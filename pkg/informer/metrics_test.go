@@ -19,6 +19,9 @@ import (
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
+
+	"github.com/leaninformer/leaninformer/pkg/cache"
+	"github.com/leaninformer/leaninformer/pkg/codec"
 )
 
 // gathered reads one series of a registry: the value of metric name whose
@@ -529,5 +532,36 @@ func TestDroppedEventsAreWatchEventsAndDrops(t *testing.T) {
 	}
 	if got := gathered(t, reg, "leaninformer_watch_events_total", map[string]string{"resource": "configmaps", "type": "added"}); got != 2 {
 		t.Errorf("watch_events_total{added} = %v after a dropped and a stored add, want 2", got)
+	}
+}
+
+// decodeRefuser is a codec that cannot decode the ConfigMap named
+// "undecodable", as a broken codec would fail.
+type decodeRefuser struct{ cache.Codec }
+
+func (d decodeRefuser) Decode(data []byte) (any, error) {
+	obj, err := d.Codec.Decode(data)
+	if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == "undecodable" {
+		return nil, errors.New("cannot decode")
+	}
+	return obj, err
+}
+
+// An added object the store holds counts in store_objects even when its
+// notification cannot be decoded (only a broken codec fails there).
+func TestStoreObjectsCountsObjectsWhoseNotificationFailed(t *testing.T) {
+	s := newServer(t, 3)
+	m, reg := registeredMetrics(t)
+	inf := newInformer(s, 0, WithMetrics(m), WithEncodedStore())
+	inf.indexer = cache.NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc},
+		cache.WithCodec(decodeRefuser{codec.New()}))
+	run(t, inf)
+	waitSynced(t, inf)
+	mustCreate(t, s, configMap("undecodable"))
+	eventually(t, "the add", func() bool { return inf.LastSyncResourceVersion() == s.ResourceVersion() })
+	stored := len(inf.GetStore().ListKeys())
+	if got := gathered(t, reg, "leaninformer_store_objects", map[string]string{"resource": "configmaps"}); got != float64(stored) || stored != 4 {
+		t.Fatalf("store_objects = %v with %d objects stored, want 4 and 4", got, stored)
 	}
 }

@@ -262,6 +262,9 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string)
 		return false
 	}
 	w.mutations.AddObject(stored)
+	if !existed {
+		w.metrics.storeChanged(1) // stored, whether or not handlers hear of it
+	}
 	sync := existed && sameResourceVersion(old, stored)
 	newObj, oldObj, err := w.notified(stored, old, existed)
 	if err != nil {
@@ -273,7 +276,6 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string)
 		w.processor.distribute(notification{kind: notifyUpdate, oldObj: oldObj, newObj: newObj}, sync)
 		return true
 	}
-	w.metrics.storeChanged(1)
 	w.processor.distribute(notification{kind: notifyAdd, newObj: newObj}, false)
 	return true
 }
