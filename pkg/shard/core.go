@@ -271,6 +271,20 @@ func (c *core) inherited(now time.Time) Range {
 
 // setServing makes r the served range.
 func (c *core) setServing(r Range, why string) {
+	c.recordServing(r, why)
+	c.gate.set(r, c.validUntil())
+}
+
+// fence stops serving at once and cancels the work in flight (through the
+// gate).
+func (c *core) fence(why string) {
+	c.recordServing(Range{}, why)
+	c.gate.fence()
+}
+
+// recordServing makes r the served range in the core, its log and its
+// gauges; the caller tells the gate.
+func (c *core) recordServing(r Range, why string) {
 	if !r.Equal(c.serving) {
 		grew, shrank := r.Minus(c.serving), c.serving.Minus(r)
 		c.log.Info("Serving range changed", "why", why, "share", r.Fraction(), "terms", r.Terms(),
@@ -278,19 +292,6 @@ func (c *core) setServing(r Range, why string) {
 		c.cfg.rec.Serving(r.Fraction(), r.Terms(), !grew.Empty(), !shrank.Empty())
 	}
 	c.serving = r
-	c.gate.set(r, c.validUntil())
-}
-
-// fence stops serving at once and cancels the work in flight (through the
-// gate), recording the empty range as setServing does.
-func (c *core) fence(why string) {
-	if !c.serving.Empty() {
-		c.log.Info("Serving range changed", "why", why, "share", 0.0, "terms", 0,
-			"grew", 0.0, "shrank", c.serving.Fraction())
-		c.cfg.rec.Serving(0, 0, false, true)
-	}
-	c.gate.fence()
-	c.serving = Range{}
 }
 
 // next applies the decisions that need no I/O (fence, shrink) and returns

@@ -84,13 +84,7 @@ func (s *Server) visibleCount(snap uint64) int64 {
 	if snap == s.rv {
 		return int64(s.live)
 	}
-	var n int64
-	for _, v := range s.heads {
-		if visibleAt(v, snap) != nil {
-			n++
-		}
-	}
-	return n
+	return s.countAfter(snap, "") // every key is after ""
 }
 
 // countAfter counts the objects a read at snap sees after key, by a scan.
