@@ -187,8 +187,8 @@ func WithStrategy(s Strategy) Option {
 // objects, the next ones share what remains so that a (re)list takes about 8
 // LISTs, within the burst of 10 requests that client-go's default rate limit
 // allows, each page holding at most 16 MiB of decoded objects (2.5% of the
-// collection past 640 MiB, up to 64 MiB) and never fewer objects than the
-// first (see the listerwatcher package). Streamed
+// collection past 640 MiB, up to 64 MiB), but never fewer objects than the
+// first asked for, whatever they weigh (see the listerwatcher package). Streamed
 // objects are handed to the store in batches of at most
 // listerwatcher.MaxStreamingBatch, fewer if the page size is smaller.
 func WithPageSize(n int64) Option {

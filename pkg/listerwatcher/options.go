@@ -157,8 +157,9 @@ func WithPaginatedRelists(on bool) Option { return func(c *config) { c.paginated
 // DefaultPageSize objects; the next ones share what remains so that a
 // restart takes about 8 LISTs, within client-go's default rate-limit burst
 // of 10 requests, each page holding at most 16 MiB of decoded objects (or
-// 2.5% of what the listing keeps past 640 MiB, up to 64 MiB) and never
-// fewer objects than the first. See the package README.
+// 2.5% of what the listing keeps past 640 MiB, up to 64 MiB), but never
+// fewer objects than the first asked for, whatever they weigh. See the
+// package README.
 func WithPageSize(n int64) Option {
 	return func(c *config) { c.pageSize, c.fixedPageSize = n, true }
 }
