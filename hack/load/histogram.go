@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"math/bits"
 	"sync"
 	"time"
@@ -61,14 +62,17 @@ func (h *latencies) count() uint64 {
 }
 
 // quantile returns the q-quantile (0 < q <= 1) of the recorded durations,
-// 0 for none; the largest is exact.
+// by nearest rank (the smallest that at least q of them do not exceed, the
+// ceil(q*n)-th), 0 for none; the largest is exact.
 func (h *latencies) quantile(q float64) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.n == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(h.n) + 0.5)
+	// The small tolerance keeps q*n that is a whole number in exact
+	// arithmetic (0.5 of 100) from rounding up past it.
+	rank := uint64(math.Ceil(q*float64(h.n) - 1e-9))
 	rank = min(max(rank, 1), h.n)
 	if rank == h.n {
 		return h.max

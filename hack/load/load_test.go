@@ -66,6 +66,27 @@ func TestLatencyQuantiles(t *testing.T) {
 	}
 }
 
+// The q-quantile is the nearest rank, ceil(q*n): the smallest recorded
+// value that at least q of the calls do not exceed. Rounding q*n instead
+// put the p99 of 70 calls at the 69th, below which only 98.6% of them lie.
+func TestLatencyQuantileIsTheNearestRank(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		q    float64
+		want time.Duration
+	}{
+		{70, 0.99, 70}, {71, 0.99, 71}, {100, 0.99, 99}, {3, 0.5, 2}, {4, 0.5, 2}, {1, 0.99, 1},
+	} {
+		var h latencies
+		for i := 1; i <= tc.n; i++ {
+			h.record(time.Duration(i)) // below histExact: one bucket each, exact
+		}
+		if got := h.quantile(tc.q); got != tc.want {
+			t.Errorf("%d values 1..%d: quantile(%v) = %d, want %d", tc.n, tc.n, tc.q, got, tc.want)
+		}
+	}
+}
+
 func TestScheduleKeepsTheRate(t *testing.T) {
 	var calls atomic.Int64
 	start := time.Now()
