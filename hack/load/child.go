@@ -243,6 +243,7 @@ func (w *window) now() Sample {
 		Seconds:   time.Since(w.start).Seconds(),
 		Heap:      int64(m.Heap) - int64(w.base),
 		Live:      int64(m.Live) - int64(w.base),
+		GCs:       m.GCs - w.gcs0,
 		FastCalls: w.handlers[0].windowUpdates.Load(),
 	}
 	if len(w.handlers) > 1 {
@@ -278,7 +279,11 @@ func (w *window) stop(writes int64) Result {
 	}
 	for _, s := range series {
 		res.PeakHeap = max(res.PeakHeap, s.Heap)
-		res.PeakLive = max(res.PeakLive, s.Live)
+		// Before the window's first GC, Live is what a GC before the
+		// window marked (the initial list, say): not the window's.
+		if s.GCs > 0 {
+			res.PeakLive = max(res.PeakLive, s.Live)
+		}
 	}
 	res.Fast = w.handlers[0].figures(writes, elapsed)
 	if len(w.handlers) > 1 {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/leaninformer/leaninformer/internal/benchkit"
+	"github.com/leaninformer/leaninformer/internal/memstat"
 	"github.com/leaninformer/leaninformer/internal/testenv"
 )
 
@@ -84,6 +86,27 @@ func TestLatencyQuantileIsTheNearestRank(t *testing.T) {
 		if got := h.quantile(tc.q); got != tc.want {
 			t.Errorf("%d values 1..%d: quantile(%v) = %d, want %d", tc.n, tc.n, tc.q, got, tc.want)
 		}
+	}
+}
+
+var retained []byte
+
+// PeakLive is the largest live heap a GC marked in the window: a GC before
+// the window, which marked what the program freed before it began (the
+// initial list, say), is not the window's.
+func TestPeakLiveIsTheWindows(t *testing.T) {
+	base := memstat.HeapAfterGC()
+	retained = make([]byte, 64<<20)
+	runtime.GC() // marks the 64 MiB live
+	retained = nil
+	w, err := startWindow(time.Hour, base, []*handler{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := w.stop(0)
+	if res.GCs == 0 && res.PeakLive >= 32<<20 {
+		t.Errorf("no GC in the window, yet peak live %.1f MiB: the 64 MiB a GC before the window marked (end heap %.1f MiB)",
+			mib(res.PeakLive), mib(res.EndHeap))
 	}
 }
 

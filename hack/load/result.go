@@ -19,7 +19,8 @@ type Result struct {
 	// Slow is nil without the slow handler.
 	Slow *Handler `json:"slow,omitempty"`
 	// PeakHeap is the largest sampled size of heap objects in the window,
-	// garbage included; PeakLive the largest live heap a GC marked; EndHeap
+	// garbage included; PeakLive the largest live heap a GC in the window
+	// marked, as sampled (or EndHeap, if larger); EndHeap
 	// the heap after a full GC at the window's end (what the queues hold).
 	PeakHeap     int64  `json:"peakHeapBytes"`
 	PeakLive     int64  `json:"peakLiveBytes"`
@@ -78,6 +79,10 @@ type Sample struct {
 	// heap the last GC marked.
 	Heap int64 `json:"heap"`
 	Live int64 `json:"live"`
+	// GCs is the number of GC cycles completed since the window began
+	// (read before Live): while it is 0, Live is from a GC before the
+	// window, and PeakLive leaves it out.
+	GCs uint64 `json:"gcs"`
 	// FastCalls and SlowCalls are the handlers' update calls so far.
 	FastCalls int64 `json:"fast"`
 	SlowCalls int64 `json:"slow,omitempty"`
