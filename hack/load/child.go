@@ -293,12 +293,21 @@ func (w *window) stop(writes int64) Result {
 	return res
 }
 
+// share is calls over writes, 0 without writes.
+func share(calls, writes int64) float64 {
+	if writes == 0 {
+		return 0
+	}
+	return float64(calls) / float64(writes)
+}
+
 // figures are what h saw in a window of writes writes over elapsed seconds.
 func (h *handler) figures(writes int64, elapsed float64) Handler {
 	calls := h.windowUpdates.Load()
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	return Handler{
 		Calls:     calls,
+		Share:     share(calls, writes),
 		PerSecond: float64(calls) / elapsed,
 		P50Ms:     ms(h.lat.quantile(0.5)),
 		P99Ms:     ms(h.lat.quantile(0.99)),

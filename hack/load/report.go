@@ -122,6 +122,7 @@ func aggregate(results []Result, backend string, rate float64, handlers, informe
 		h := func(g func(Handler) float64) float64 { return f(func(r Result) float64 { return g(*get(r)) }) }
 		return &Handler{
 			Calls:          int64(h(func(x Handler) float64 { return float64(x.Calls) })),
+			Share:          h(func(x Handler) float64 { return x.Share }),
 			PerSecond:      h(func(x Handler) float64 { return x.PerSecond }),
 			P50Ms:          h(func(x Handler) float64 { return x.P50Ms }),
 			P99Ms:          h(func(x Handler) float64 { return x.P99Ms }),
@@ -204,15 +205,13 @@ func goals(rows []Row) []Goal {
 }
 
 // throughput is h's events per second, or at a target rate the share of
-// the writes it got.
+// the writes it got (in a row, the median of the runs' shares: the median
+// calls over the median writes would mix runs).
 func throughput(r Result, h Handler) float64 {
 	if r.Rate == 0 {
 		return h.PerSecond
 	}
-	if r.Writes == 0 {
-		return 0
-	}
-	return float64(h.Calls) / float64(r.Writes)
+	return h.Share
 }
 
 func mib[T int64 | uint64 | float64](b T) float64 { return float64(b) / (1 << 20) }

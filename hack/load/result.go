@@ -51,7 +51,11 @@ type Result struct {
 // Handler is what one handler saw in the window.
 type Handler struct {
 	// Calls is the number of updates it got in the window.
-	Calls     int64   `json:"calls"`
+	Calls int64 `json:"calls"`
+	// Share is Calls over the window's writes (0 without writes): in a
+	// row, the median of the runs' shares, the throughput compared at a
+	// target rate.
+	Share     float64 `json:"share"`
 	PerSecond float64 `json:"perSecond"`
 	// Latency from the write to the call, in milliseconds, over the calls
 	// made in the window.
