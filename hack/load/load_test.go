@@ -30,9 +30,35 @@ import (
 // TestMain lets the test binary serve as the smoke tests' child process.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		if canned := os.Getenv(cannedResultEnv); canned != "" {
+			fmt.Println(msgResult + canned) // a child that measured this
+			os.Exit(0)
+		}
 		os.Exit(childMain(os.Args[2:]))
 	}
 	goleak.VerifyTestMain(m)
+}
+
+// cannedResultEnv makes the test binary, as a child, print that Result.
+const cannedResultEnv = "LOAD_TEST_CANNED_RESULT"
+
+// A run in which the fast handler missed writes, an informer relisted or an
+// update came without its write time fails: it does not become a row.
+func TestRunFailsOnLostEvents(t *testing.T) {
+	for _, bad := range []string{`"missed":3`, `"relists":1`, `"fast":{"calls":100,"unstamped":2}`} {
+		t.Run(bad, func(t *testing.T) {
+			t.Setenv(cannedResultEnv, `{"backend":"fake","informer":"client-go","handlers":"fast","rate":200,"writes":100,"windowSeconds":1,`+bad+`}`)
+			o, err := parseOptions([]string{"--backends", "fake", "--rates", "200", "--handlers", "fast", "--informers", "client-go", "--out", t.TempDir()}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.exe = os.Args[0]
+			var stdout bytes.Buffer
+			if err := run(context.Background(), o, &stdout, io.Discard); err == nil {
+				t.Errorf("a child reporting %s: the run succeeded and reported\n%s", bad, stdout.String())
+			}
+		})
+	}
 }
 
 func TestLatencyQuantiles(t *testing.T) {

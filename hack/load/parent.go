@@ -176,6 +176,9 @@ func runJob(ctx context.Context, o options, j job, w *clusterWriter) (Result, er
 	case res == nil:
 		return Result{}, fmt.Errorf("child %s printed no result; see %s", j, logPath)
 	}
+	if err := res.delivered(); err != nil {
+		return Result{}, fmt.Errorf("child %s: %w; see %s", j, err, logPath)
+	}
 	return *res, nil
 }
 

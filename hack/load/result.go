@@ -1,5 +1,10 @@
 package main
 
+import (
+	"errors"
+	"fmt"
+)
+
 // Result is what one child measured: one informer, one handler set, one
 // write rate, over one window of writes. Heap figures are bytes above the
 // child's baseline (its heap after GC before the informer started).
@@ -46,6 +51,26 @@ type Result struct {
 	// after the window: none is expected.
 	Missed int64    `json:"missed"`
 	Series []Sample `json:"series"`
+}
+
+// delivered returns an error if the run lost events or cannot be trusted
+// to have seen them: a write the fast handler never got, a relist (whose
+// updates may stand in for lost ones), an update without its write time.
+// Such a run fails; it must not become a row.
+func (r Result) delivered() error {
+	var errs []error
+	if r.Missed != 0 {
+		errs = append(errs, fmt.Errorf("the fast handler never got %d of the %d writes", r.Missed, r.Writes))
+	}
+	if r.Relists != 0 {
+		errs = append(errs, fmt.Errorf("the informer relisted %d times", r.Relists))
+	}
+	for name, h := range map[string]*Handler{"fast": &r.Fast, "slow": r.Slow} {
+		if h != nil && h.Unstamped != 0 {
+			errs = append(errs, fmt.Errorf("the %s handler got %d updates without a write time", name, h.Unstamped))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Handler is what one handler saw in the window.
