@@ -152,7 +152,7 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	}
 	res.Missed = max(0, writes-fast.updates.Load())
 	if slow != nil {
-		res.Slow.CatchUpSeconds, res.Slow.CaughtUp = catchUp(ctx, slow, inf.GetStore(), o.catchUp)
+		res.Slow.CatchUpSeconds, res.Slow.CaughtUp = catchUp(ctx, slow, inf.GetStore(), w.end, o.catchUp)
 	}
 	res.Relists = lists.count() - initialLists
 	stopInformer()
@@ -166,10 +166,11 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	return err
 }
 
-// catchUp waits, up to limit, until h has heard of the last write of every
-// object in store, and returns how long that took.
-func catchUp(ctx context.Context, h *handler, store toolscache.Store, limit time.Duration) (float64, bool) {
-	start := time.Now()
+// catchUp waits, up to limit after start (the window's end), until h has
+// heard of the last write of every object in store, and returns how long
+// after start that was: the full GCs that end the window and the wait for
+// the fast handler are part of it.
+func catchUp(ctx context.Context, h *handler, store toolscache.Store, start time.Time, limit time.Duration) (float64, bool) {
 	for !h.heardAll(store.List()) {
 		if time.Since(start) > limit || ctx.Err() != nil {
 			return time.Since(start).Seconds(), false
@@ -194,6 +195,7 @@ type window struct {
 	base     uint64
 	handlers []*handler
 	start    time.Time
+	end      time.Time // when stop ended the window
 	cpu0     float64
 	gcs0     uint64
 	interval time.Duration
@@ -257,7 +259,8 @@ func (w *window) stop(writes int64) Result {
 	for _, h := range w.handlers {
 		h.recording.Store(false)
 	}
-	elapsed := time.Since(w.start).Seconds()
+	w.end = time.Now()
+	elapsed := w.end.Sub(w.start).Seconds()
 	cpu := benchkit.CPUSeconds() - w.cpu0
 	gcs := memstat.Read().GCs - w.gcs0
 	rss, _ := benchkit.ProcStatus("VmHWM")
