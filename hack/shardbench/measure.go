@@ -87,8 +87,7 @@ func (b *bench) measure(impl, mode string, n int, kill int) error {
 		}
 	} else {
 		victim := rs[0]
-		victim.kill()
-		killed := time.Now()
+		killed := victim.kill()
 		fmt.Printf("%s: killed replica %s at %s\n", label, victim.id, killed.Format(killTimeLayout))
 		rs = rs[1:]
 		held, handover, sts, err := b.waitSettled(rs, group, true, killed)
