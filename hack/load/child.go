@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -202,6 +204,36 @@ type window struct {
 
 	stopSampling chan struct{}
 	sampled      chan []Sample
+
+	// closed ends watchGCs; gcLive is the largest live heap (above base)
+	// that a GC in the window marked, as watchGCs saw it after each cycle.
+	closed atomic.Bool
+	gcMu   sync.Mutex
+	gcLive int64
+}
+
+// gcSentinel is garbage whose finalizer runs after each GC cycle. It holds
+// a pointer, so that it is not batched with other tiny objects.
+type gcSentinel struct {
+	_ *int
+	_ [2]int
+}
+
+// watchGCs records the live heap each GC cycle marked until the window
+// closes: the samples, every interval, see only the last cycle's, and under
+// load the collector runs many times an interval.
+func (w *window) watchGCs() {
+	runtime.SetFinalizer(new(gcSentinel), func(*gcSentinel) {
+		if w.closed.Load() {
+			return
+		}
+		if m := memstat.Read(); m.GCs > w.gcs0 { // GCs read before Live
+			w.gcMu.Lock()
+			w.gcLive = max(w.gcLive, int64(m.Live)-int64(w.base))
+			w.gcMu.Unlock()
+		}
+		w.watchGCs()
+	})
 }
 
 func startWindow(interval time.Duration, base uint64, handlers []*handler) (*window, error) {
@@ -220,6 +252,7 @@ func startWindow(interval time.Duration, base uint64, handlers []*handler) (*win
 		h.recording.Store(true)
 	}
 	w.start = time.Now()
+	w.watchGCs()
 	go w.sample()
 	return w, nil
 }
@@ -259,6 +292,7 @@ func (w *window) stop(writes int64) Result {
 	for _, h := range w.handlers {
 		h.recording.Store(false)
 	}
+	w.closed.Store(true) // before HeapAfterGC's cycles
 	w.end = time.Now()
 	elapsed := w.end.Sub(w.start).Seconds()
 	cpu := benchkit.CPUSeconds() - w.cpu0
@@ -280,6 +314,9 @@ func (w *window) stop(writes int64) Result {
 		LoadAverage:   load,
 		Series:        series,
 	}
+	w.gcMu.Lock()
+	res.PeakLive = max(res.PeakLive, w.gcLive)
+	w.gcMu.Unlock()
 	for _, s := range series {
 		res.PeakHeap = max(res.PeakHeap, s.Heap)
 		// Before the window's first GC, Live is what a GC before the

@@ -148,6 +148,25 @@ func TestCatchUpCountsFromTheWindowsEnd(t *testing.T) {
 	}
 }
 
+// A GC in the window that marks a large live heap counts in PeakLive even
+// when the heap samples (every --sample-interval) fall on either side of it.
+func TestPeakLiveSeesEveryGC(t *testing.T) {
+	base := memstat.HeapAfterGC()
+	w, err := startWindow(time.Hour, base, []*handler{{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retained = make([]byte, 64<<20)
+	runtime.GC() // marks the 64 MiB live, between two samples
+	time.Sleep(50 * time.Millisecond)
+	retained = nil
+	runtime.GC()
+	res := w.stop(0)
+	if res.PeakLive < 64<<20 {
+		t.Errorf("peak live %.1f MiB after %d GCs in the window, one of which marked 64 MiB", mib(res.PeakLive), res.GCs)
+	}
+}
+
 func TestScheduleKeepsTheRate(t *testing.T) {
 	var calls atomic.Int64
 	start := time.Now()

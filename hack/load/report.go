@@ -287,7 +287,7 @@ func (r *Report) markdown() string {
 		"*backlog*: writes of the window the handler had not got when it ended (a coalescing handler gets fewer calls than writes by design); " +
 		"*catch-up*: seconds after the window until the slow handler had heard of every object's last write. " +
 		"Heap figures are MiB above the child's heap after GC before the informer started: *peak heap* sampled (garbage included), " +
-		"*peak live* the largest live heap a GC marked, *end* the heap after a full GC when the writes ended (what the queues hold). " +
+		"*peak live* the largest live heap a GC of the window marked (read after every cycle), *end* the heap after a full GC when the writes ended (what the queues hold). " +
 		"*CPU s*: the child's CPU time over the window (with the fake backend this includes the fake server and the writer, the same for every informer); " +
 		"*µs/write*: CPU s per write; *GCs*: GC cycles in the window; *load*: the machine's one-minute load average when the window ended (other programs included; above the core count, the figures are noisy). *relists*, *missed*: full lists after the first, and writes the fast handler never got; both must be 0.\n\n")
 	b.WriteString("| backend | writes/s | handlers | informer | writes/s done | fast events/s | fast p50 | fast p99 | slow events/s | slow p50 | slow p99 | slow backlog | slow catch-up s | peak heap | peak live | end heap | CPU s | µs/write | GCs | load | relists | missed |\n")

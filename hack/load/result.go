@@ -25,7 +25,7 @@ type Result struct {
 	Slow *Handler `json:"slow,omitempty"`
 	// PeakHeap is the largest sampled size of heap objects in the window,
 	// garbage included; PeakLive the largest live heap a GC in the window
-	// marked, as sampled (or EndHeap, if larger); EndHeap
+	// marked, read after every cycle (or EndHeap, if larger); EndHeap
 	// the heap after a full GC at the window's end (what the queues hold).
 	PeakHeap     int64  `json:"peakHeapBytes"`
 	PeakLive     int64  `json:"peakLiveBytes"`
