@@ -29,6 +29,9 @@ const (
 	// FallBackToList makes Auto list instead of stream for the fallback TTL,
 	// and restarts at once.
 	FallBackToList
+	// RelistWhole starts a new restart by one LIST without a limit at the
+	// last resourceVersion: no continue token to expire.
+	RelistWhole
 )
 
 var actionNames = [...]string{
@@ -37,6 +40,7 @@ var actionNames = [...]string{
 	RelistFromLast:   "relist from the last rv",
 	RelistFromNewest: `relist from "" at once`,
 	FallBackToList:   "fall back to ListWatch at once",
+	RelistWhole:      "relist from the last rv in one LIST without a limit",
 }
 
 func (a Action) String() string {
@@ -95,6 +99,9 @@ type fault struct {
 	phase string // "listing", "streaming" or "watching"
 	// continued: the LIST asked for a continue page.
 	continued bool
+	// afterExpiredContinue: the listing began because the continue token
+	// of the one before it expired.
+	afterExpiredContinue bool
 	// fromRV: the request read at a resourceVersion rather than from "".
 	fromRV bool
 	// auto: the strategy is Auto, which may fall back to ListWatch.
@@ -108,6 +115,7 @@ func faultOf(op Op, ph phase, err error, auto bool) fault {
 	switch p := ph.(type) {
 	case listing:
 		f.phase, f.continued, f.fromRV = "listing", p.opts.Continue != "", p.opts.ResourceVersion != ""
+		f.afterExpiredContinue = p.afterExpiredContinue
 	case streaming:
 		f.phase, f.fromRV = "streaming", p.from != ""
 	case watching:
@@ -153,8 +161,14 @@ var rules = []rule{
 	{"listing", OpList, `the first page, read at the last rv, answers 410 or "too large resource version"`,
 		func(f fault) bool { return !f.continued && unavailable(f) },
 		Decision{Next: RelistFromNewest, Verbosity: 4}},
-	// A continue token lives about 5 minutes: the list starts over. client-go's
-	// pager falls back to one full LIST, silently.
+	// A continue token lives 5 to 10 minutes (etcd's compaction): the list
+	// starts over. A list slower than that expires on every attempt: when
+	// the restart that began for an expired token has its own expire, the
+	// list is one LIST without a limit, which has no token, at once.
+	// client-go's pager falls back to that at the first expiry, silently.
+	{"listing", OpList, "a continue page answers 410 (the token expired) in a restart that began for an expired one",
+		func(f fault) bool { return f.continued && f.afterExpiredContinue && expired(f) },
+		Decision{Next: RelistWhole, Reason: ExpiredContinue, Verbosity: 4}},
 	{"listing", OpList, "a continue page answers 410 (the token expired)",
 		func(f fault) bool { return f.continued && expired(f) },
 		Decision{Next: RelistFromLast, Reason: ExpiredContinue, Backoff: true, Verbosity: 4}},

@@ -207,6 +207,66 @@ func TestExpiredContinueStartsTheListOver(t *testing.T) {
 	}
 }
 
+// A list slower than the life of its continue token (etcd compacts every 5
+// minutes) would expire on every attempt: after the token of the restart an
+// expired continue began expires too, the list is one LIST without a limit,
+// at once, as client-go's pager falls back to.
+func TestExpiredContinueTwiceListsWhole(t *testing.T) {
+	srv := newServer(t, 30)
+	// The first page of the first two restarts takes longer than the token
+	// lives: a write and a compaction go by while the consumer handles it.
+	// (Not the third's: the watch from its resourceVersion would answer 410.)
+	first, restarts := false, 0
+	h := startHandled(t, srv, nil, func(_ context.Context, ev Event) error {
+		switch {
+		case ev.Type == RestartStart:
+			first = true
+			restarts++
+		case ev.Type == RestartPage && first && restarts <= 2:
+			first = false
+			if _, err := srv.Create(configMap(100 + restarts)); err != nil {
+				return err
+			}
+			srv.Compact()
+		}
+		return nil
+	}, WithStrategy(ListWatch), WithPageSize(10))
+	for i := range 2 {
+		h.nextOf(RestartStart)
+		h.nextOf(RestartPage)
+		if err := h.err(); !apierrors.IsResourceExpired(err) {
+			t.Fatalf("attempt %d reported %v, want the continue's Expired", i+1, err)
+		}
+		if i == 0 {
+			h.backoff(testBackoff.Initial)
+		}
+	}
+	select {
+	case b := <-h.obs.backoffs:
+		t.Fatalf("backed off %v after the second expired continue, want one LIST without a limit at once", b.delay)
+	case ev := <-h.events:
+		if ev.Type != RestartStart || ev.Reason != ExpiredContinue {
+			t.Fatalf("got %+v after the second expired continue, want the RestartStart of an ExpiredContinue restart", ev)
+		}
+	case <-time.After(guard):
+		t.Fatal("nothing happened after the second expired continue")
+	}
+	if page := h.nextOf(RestartPage); len(page.Objects) != 32 {
+		t.Errorf("the restart after two expired continues had a first page of %d objects, want all 32", len(page.Objects))
+	}
+	h.nextOf(RestartDone)
+	h.watchStarted()
+	reqs := requests(srv)
+	if len(reqs) < 5 || !sameRequest(reqs[4], "list", metav1.ListOptions{}) {
+		t.Errorf("requests %+v, want the fifth to be a LIST from \"\" without a limit", reqs)
+	}
+	select {
+	case err := <-h.errs:
+		t.Errorf("reported %v after the list without a limit", err)
+	default:
+	}
+}
+
 func TestThrottledListRetriesTheSamePage(t *testing.T) {
 	srv := newServer(t, 30)
 	calls := 0

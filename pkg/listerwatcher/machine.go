@@ -153,13 +153,22 @@ func (m *machine) after(ph phase, d Decision) phase {
 		return m.listing(a)
 	}
 	a := attempt{reason: reason, from: relistFrom(ph)}
-	if d.Next == FallBackToList {
+	switch d.Next {
+	case FallBackToList:
 		// This restart lists whatever the fallback TTL: one of 0 has run
 		// out already, and streaming again at once would loop without
 		// ever listing.
 		return m.listing(a)
+	case RelistWhole:
+		// One page of everything: no continue token that could expire.
+		l := m.listing(a)
+		l.opts.Limit, l.pages.limit = 0, 0
+		return l
 	}
-	return m.restart(a) // RelistFromLast
+	// RelistFromLast. A restart for an expired continue token remembers
+	// it: should its own expire too, the next lists whole.
+	a.afterExpiredContinue = d.Reason == ExpiredContinue
+	return m.restart(a)
 }
 
 // report hands f to the error handler. Without one it logs f the way

@@ -151,7 +151,10 @@ func WithPaginatedRelists(on bool) Option { return func(c *config) { c.paginated
 
 // WithPageSize makes every LIST page ask for n objects and caps the batches
 // of streamed initial events, which hold at most MaxStreamingBatch objects.
-// 0 asks for the whole collection in one LIST response, or one batch.
+// 0 asks for the whole collection in one LIST response, or one batch. The
+// exception, with or without it: a list whose continue token expires twice
+// in a row (it is slower than etcd's compaction) is taken in one LIST
+// without a limit (see the fault table in the package README).
 //
 // Without it, pages are sized per restart: the first asks for
 // DefaultPageSize objects; the next ones share what remains so that a

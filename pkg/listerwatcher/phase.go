@@ -23,6 +23,10 @@ type attempt struct {
 	// announced: the consumer got RestartStart for this attempt. A failure
 	// before it keeps the reason: the consumer never saw this attempt begin.
 	announced bool
+	// afterExpiredContinue: this attempt began because the continue token
+	// of the one before it expired; should its own expire too, the next
+	// attempt lists in one LIST without a limit (see the fault table).
+	afterExpiredContinue bool
 }
 
 // retold returns the reason of the restart that follows a failure of a,
