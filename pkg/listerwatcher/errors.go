@@ -19,6 +19,8 @@ var (
 	// ErrVeryShortWatch means a watch closed within a second without any
 	// event, which usually means something between us and the API server
 	// drops it. It is retried after a backoff, as client-go's reflector does.
+	// The stream of a streaming restart counts from its end bookmark, as
+	// client-go's does: one that closes right after it is very short.
 	ErrVeryShortWatch = errors.New("very short watch: the watch closed within a second without any event")
 	// ErrNoEndBookmark means a streaming restart waited the idle timeout
 	// for the next initial event or the end bookmark. A ListerWatcher that

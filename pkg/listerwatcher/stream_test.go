@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
@@ -88,6 +89,55 @@ func TestStreamingReconnectDoesNotAskForInitialEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.nextOf(Deleted) // and no restart in between
+}
+
+// A stream that closes right after its end bookmark, with no live event, is
+// a very short watch, as client-go's reflector counts its watch from the
+// end bookmark: a server (or a proxy) that drops every watch at once is
+// backed off from, not watched again at once.
+func TestStreamClosedRightAfterItsEndBookmarkIsVeryShort(t *testing.T) {
+	srv := newServer(t, 10)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := startHandled(t, srv, nil, func(_ context.Context, ev Event) error {
+		if ev.Type == RestartStart {
+			clk.Step(2 * time.Second) // the initial events took a while
+		}
+		return nil
+	}, WithStrategy(StreamingList), WithClock(clk))
+	h.clock = clk
+	h.watchStarted()
+	_, _, done := h.restart()
+	srv.CloseWatches()
+	select {
+	case err := <-h.errs:
+		if !errors.Is(err, ErrVeryShortWatch) {
+			t.Fatalf("reported %v, want ErrVeryShortWatch", err)
+		}
+	case opts := <-h.obs.watches:
+		t.Fatalf("watched again at once (%+v) after the stream closed right after its end bookmark, want ErrVeryShortWatch and a backoff", opts)
+	case <-time.After(guard):
+		t.Fatal("nothing happened after the stream closed")
+	}
+	h.backoff(testBackoff.Initial)
+	if opts := h.watchStarted(); opts.ResourceVersion != done.ResourceVersion || opts.SendInitialEvents != nil {
+		t.Errorf("watch after the backoff %+v, want a plain watch from %s", opts, done.ResourceVersion)
+	}
+}
+
+// A stream that lives on for a second after its end bookmark closes cleanly.
+func TestStreamClosedASecondAfterItsEndBookmarkIsNotVeryShort(t *testing.T) {
+	srv := newServer(t, 10)
+	h := start(t, srv, nil, WithStrategy(StreamingList))
+	h.restart()
+	h.watchStarted()
+	h.clock.Step(time.Second)
+	srv.CloseWatches()
+	h.watchStarted() // no error, no backoff
+	select {
+	case err := <-h.errs:
+		t.Errorf("reported %v for a stream that lived a second after its end bookmark", err)
+	default:
+	}
 }
 
 func TestAutoStreamsByDefault(t *testing.T) {

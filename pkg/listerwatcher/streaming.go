@@ -33,6 +33,7 @@ func (m *machine) stream(ctx context.Context, p streaming) phase {
 	}
 	p, rv, op, err := m.streamInitial(ctx, w, p)
 	if err == nil {
+		w.live, w.initial = m.clock.Now(), w.events
 		return watching{rv: rv, stream: w}
 	}
 	w.Stop()

@@ -59,7 +59,7 @@ func (m *machine) watch(ctx context.Context, p watching) phase {
 		m.observer.WatchEnded(d, w.events, nil)
 		return m.fail(ctx, next, OpConsume, err)
 	}
-	if err == nil && w.events == 0 && d < veryShortWatch {
+	if err == nil && w.events == w.initial && m.clock.Since(w.live) < veryShortWatch {
 		err = ErrVeryShortWatch
 	}
 	m.observer.WatchEnded(d, w.events, err)
@@ -70,7 +70,10 @@ func (m *machine) watch(ctx context.Context, p watching) phase {
 	return next
 }
 
-// veryShortWatch: a watch closing sooner without events is an error.
+// veryShortWatch: a watch closing sooner without events is an error. A
+// stream is counted from its end bookmark, as client-go's reflector counts
+// the watch its streaming list leaves open: its initial events say nothing
+// of whether something drops its watches.
 const veryShortWatch = time.Second
 
 // follow delivers w's events after rv and returns the newest resourceVersion
@@ -140,11 +143,16 @@ func (m *machine) follow(ctx context.Context, w *openWatch, rv string, replaying
 	}
 }
 
-// openWatch is a watch with what WatchEnded needs.
+// openWatch is a watch with what WatchEnded and the very short watch check
+// need.
 type openWatch struct {
 	watch.Interface
-	start   time.Time
-	events  int
+	start  time.Time
+	events int
+	// live is when the watch began to follow changes: its open, or a
+	// stream's end bookmark; initial is the events before that.
+	live    time.Time
+	initial int
 	stopped bool
 }
 
@@ -171,7 +179,7 @@ func (m *machine) open(ctx context.Context, opts metav1.ListOptions) (*openWatch
 		return nil, err
 	}
 	m.observer.WatchStarted(opts)
-	m.opened = &openWatch{Interface: wi, start: start}
+	m.opened = &openWatch{Interface: wi, start: start, live: start}
 	return m.opened, nil
 }
 
