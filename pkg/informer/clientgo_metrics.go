@@ -66,12 +66,17 @@ func newClientGoMetrics(id toolscache.InformerNameAndResource, provider toolscac
 	}
 }
 
-// setResourceVersion records the store's resourceVersion.
+// setResourceVersion records the store's resourceVersion. "" (a LIST
+// without one, or the ADDED events that replay the collection on the watch
+// from "" that follows it) is 0, as client-go's store has it on a Replace;
+// one that is not a decimal number leaves the gauge as it was.
 func (m *clientGoMetrics) setResourceVersion(rv string) {
 	switch {
-	case m == nil || rv == "":
+	case m == nil:
 	case m.storeProbe != nil:
 		m.storeProbe.Bookmark(rv)
+	case rv == "":
+		m.resourceVersion.Set(0)
 	default:
 		if v, ok := metrics.ParseResourceVersion(rv); ok {
 			m.resourceVersion.Set(v)

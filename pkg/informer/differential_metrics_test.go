@@ -1,12 +1,19 @@
 package informer
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
 
 // globalMetrics is installed, once for the whole test binary, as client-go's
@@ -102,6 +109,117 @@ func TestDifferentialClientGoMetrics(t *testing.T) {
 			// The list and three live events: at least one measurement each.
 			if n := len(ourMetrics.latency.values()); n < 4 {
 				t.Fatalf("our processing latency has %d observations, want at least 4", n)
+			}
+		})
+	}
+}
+
+// blankListRV is a ListerWatcher that cannot stream and, once blank is set,
+// answers LISTs without a resourceVersion (as some aggregated APIs do) and,
+// unless replay, watches from "" with a watch that stays open and sends
+// nothing, so that no replay of the collection follows the list.
+type blankListRV struct {
+	*fake.ListerWatcher
+	blank  atomic.Bool
+	replay bool
+}
+
+func (lw *blankListRV) List(opts metav1.ListOptions) (kruntime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw *blankListRV) ListWithContext(ctx context.Context, opts metav1.ListOptions) (kruntime.Object, error) {
+	list, err := lw.ListerWatcher.ListWithContext(ctx, opts)
+	if err == nil && lw.blank.Load() {
+		list.(*corev1.ConfigMapList).ResourceVersion = ""
+	}
+	return list, err
+}
+
+func (lw *blankListRV) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+func (lw *blankListRV) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if lw.blank.Load() && opts.ResourceVersion == "" && !lw.replay {
+		return watch.NewFake(), nil
+	}
+	return lw.ListerWatcher.WatchWithContext(ctx, opts)
+}
+
+func (*blankListRV) IsWatchListSemanticsUnSupported() bool { return true }
+
+// A relist whose LIST has no resourceVersion sets client-go's store
+// resourceVersion gauge to 0 (its store's Replace parses "" as 0), instead
+// of leaving it at the resourceVersion of the store the list replaced. The
+// replay of the collection on the watch from "" that follows moves
+// client-go's to each replayed object's resourceVersion and keeps ours at 0,
+// as docs/compatibility.md says.
+func TestDifferentialClientGoStoreResourceVersionAfterListWithoutOne(t *testing.T) {
+	installGlobalMetrics.Do(func() { toolscache.SetInformerMetricsProvider(globalMetrics) })
+	for _, tc := range []struct{ global, replay bool }{{false, false}, {true, false}, {false, true}} {
+		global := tc.global
+		name := "explicit provider"
+		if global {
+			name = "global provider"
+		}
+		if tc.replay {
+			name += ", replayed"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newServer(t, 5)
+			options := func(informer string) (toolscache.SharedIndexInformerOptions, *fakeProvider) {
+				n, err := toolscache.NewInformerName(t.Name() + "/" + informer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(n.Release)
+				opts := toolscache.SharedIndexInformerOptions{Identifier: n.WithResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})}
+				if global {
+					return opts, globalMetrics.forName(opts.Identifier.Name())
+				}
+				opts.InformerMetricsProvider = &fakeProvider{}
+				return opts, opts.InformerMetricsProvider.(*fakeProvider)
+			}
+			ourOpts, ourMetrics := options("ours")
+			theirOpts, theirMetrics := options("client-go")
+			lw := &blankListRV{ListerWatcher: s.ListerWatcher(), replay: tc.replay}
+			ours := NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, ourOpts, WithBackoff(fastBackoff), WithMetrics(nil))
+			theirs := toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, theirOpts)
+			run(t, ours)
+			run(t, theirs)
+			waitSynced(t, ours, theirs)
+			metrics := map[string]*fakeProvider{"ours": ourMetrics, "client-go": theirMetrics}
+			for who, m := range metrics {
+				eventually(t, who+": the store resourceVersion gauge at the server's", func() bool {
+					v, _ := m.rv.get()
+					return formatFloat(v) == s.ResourceVersion()
+				})
+			}
+
+			lw.blank.Store(true)
+			_, ourSets := ourMetrics.rv.get()
+			_, theirSets := theirMetrics.rv.get()
+			s.SendWatchError(gone()) // both relist
+			if tc.replay {
+				// The Replace, then sets for the replayed objects (client-go
+				// applies them in batches, one set each).
+				eventually(t, "client-go: the store resourceVersion gauge at a replayed object's", func() bool {
+					v, n := theirMetrics.rv.get()
+					return n >= theirSets+2 && v != 0
+				})
+				eventually(t, "ours: the store resourceVersion gauge at 0 through the replay", func() bool {
+					v, n := ourMetrics.rv.get()
+					return n >= ourSets+6 && v == 0
+				})
+				return
+			}
+			for _, who := range []string{"client-go", "ours"} {
+				m := metrics[who]
+				eventually(t, who+": the store resourceVersion gauge at 0 after a LIST without a resourceVersion", func() bool {
+					v, _ := m.rv.get()
+					return v == 0
+				})
 			}
 		})
 	}
