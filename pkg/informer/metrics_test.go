@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -563,5 +564,105 @@ func TestStoreObjectsCountsObjectsWhoseNotificationFailed(t *testing.T) {
 	stored := len(inf.GetStore().ListKeys())
 	if got := gathered(t, reg, "leaninformer_store_objects", map[string]string{"resource": "configmaps"}); got != float64(stored) || stored != 4 {
 		t.Fatalf("store_objects = %v with %d objects stored, want 4 and 4", got, stored)
+	}
+}
+
+// sumOf adds up every series of metric name whose labels include want.
+func sumOf(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
+					continue series
+				}
+			}
+			sum += value(m)
+		}
+	}
+	return sum
+}
+
+// leaninformer_restarts_total counts the full lists begun, as
+// docs/observability.md says: a restart is counted when its first page
+// arrives, and again, under the failure's reason, each time a failure after
+// that starts it over from its first page. A request retried where it
+// failed, or a first page that failed, begins nothing. So restarts_total
+// less the restart_duration_seconds count is the restarts abandoned.
+func TestRestartsCountListsBegun(t *testing.T) {
+	throttled := apierrors.NewTooManyRequests("slow down", 0)
+	internal := apierrors.NewInternalError(errors.New("etcd hiccup"))
+	for _, tc := range []struct {
+		name string
+		// fail says whether the n-th LIST (from 1) of the initial list,
+		// continue pages included, fails, and with what.
+		fail func(n int, continued bool) error
+		want map[string]float64
+	}{
+		{"no fault", func(int, bool) error { return nil }, map[string]float64{"Initial": 1}},
+		{"a continue page throttled, then retried", func(n int, continued bool) error {
+			if continued && n == 2 {
+				return throttled
+			}
+			return nil
+		}, map[string]float64{"Initial": 1}},
+		{"the first page fails, then the list starts over", func(n int, _ bool) error {
+			if n == 1 {
+				return internal
+			}
+			return nil
+		}, map[string]float64{"Initial": 1}},
+		{"a continue page fails, then the list starts over", func(n int, continued bool) error {
+			if continued && n == 2 {
+				return internal
+			}
+			return nil
+		}, map[string]float64{"Initial": 1, "Error": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, 30)
+			var mu sync.Mutex
+			lists := 0
+			s.SetFault(func(_ context.Context, req fake.Request) error {
+				if req.Verb != "list" {
+					return nil
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				lists++
+				return tc.fail(lists, req.Options.Continue != "")
+			})
+			m, reg := registeredMetrics(t)
+			inf := newInformer(s, 0, WithMetrics(m), WithStrategy(ListWatch), WithPageSize(10))
+			run(t, inf)
+			waitSynced(t, inf)
+			cm := map[string]string{"group": "", "version": "v1", "resource": "configmaps"}
+			var total float64
+			for reason, want := range tc.want {
+				labels := map[string]string{"reason": reason}
+				for k, v := range cm {
+					labels[k] = v
+				}
+				if got := gathered(t, reg, "leaninformer_restarts_total", labels); got != want {
+					t.Errorf("restarts_total{reason=%q} = %v, want %v", reason, got, want)
+				}
+				total += want
+			}
+			if got := sumOf(t, reg, "leaninformer_restarts_total", cm); got != total {
+				t.Errorf("restarts_total = %v over every reason, want %v", got, total)
+			}
+			if got := gathered(t, reg, "leaninformer_restart_duration_seconds", cm); got != 1 {
+				t.Errorf("restart_duration_seconds count = %v, want the 1 restart completed", got)
+			}
+		})
 	}
 }

@@ -80,7 +80,7 @@ func New() *Metrics {
 	return &Metrics{
 		listRequests:    counter("list_requests_total", "LIST requests sent, by result: success, error, or canceled (ended by the informer stopping).", "result"),
 		listPages:       counter("list_pages_total", "Pages handed to the store during restarts: LIST pages or batches of streamed initial events, by strategy.", "strategy"),
-		restarts:        counter("restarts_total", "Restarts (full lists) begun, by reason: Initial, Expired (410), ExpiredContinue, Error, StreamingFallback, ConsumerError, Requested.", "reason"),
+		restarts:        counter("restarts_total", "Restarts (full lists) begun, by reason: Initial, Expired (410), ExpiredContinue, Error, StreamingFallback, ConsumerError, Requested. Counted at a restart's first page, and again each time a failure starts it over; a retried request is not a restart.", "reason"),
 		restartDuration: histogram("restart_duration_seconds", "Time from a restart's start to its swap into the store.", prometheus.ExponentialBuckets(0.01, 2, 15)),
 		restartObjects:  histogram("restart_objects", "Objects in the collection when a restart completed.", prometheus.ExponentialBuckets(1, 4, 12)),
 		reusedObjects:   counter("relist_reused_objects_total", "Relisted objects found unchanged and kept as the stored object (relist reuse hits)."),
