@@ -22,7 +22,9 @@ var _ crcache.NewCacheFunc = NewCache
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{NewCache: informer.NewCache})
 //
 // Every other cache option is kept as given; an Options.NewInformer the
-// caller set wins. It registers metrics.Default on controller-runtime's
+// caller set wins. Without an Options.Mapper (a cache built outside a
+// manager) it makes the RESTMapper controller-runtime would make, and
+// labels the informers' metrics with the resources it names. It registers metrics.Default on controller-runtime's
 // metrics registry, so the manager's /metrics endpoint shows the informers'
 // metrics.
 func NewCache(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
@@ -74,11 +76,16 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 			// Only where the informers are ours: a NewInformer of the
 			// caller's keeps controller-runtime's DeepCopy on reads.
 			opts = c.cacheOptions(opts)
+			if opts, err = withMapper(cfg, opts); err != nil {
+				return nil, err
+			}
+			mapper := opts.Mapper
 			opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 				// controller-runtime knows the kinds of its scheme and,
-				// through its RESTMapper, their resources, CRDs included;
-				// label the metrics with them.
-				informerOpts := append([]Option{WithResource(resourceOf(obj, s, opts.Mapper))}, options...)
+				// through the RESTMapper it shares with us (withMapper),
+				// their resources, CRDs included; label the metrics with
+				// them.
+				informerOpts := append([]Option{WithResource(resourceOf(obj, s, mapper))}, options...)
 				if gvk, err := apiutil.GVKForObject(obj, s); err == nil {
 					informerOpts = append(informerOpts, withReadKind(gvk))
 				}
@@ -93,6 +100,34 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 		}
 		return newLabelListCache(cc, s, opts)
 	}
+}
+
+// withMapper returns opts with a RESTMapper: the caller's (a manager sets
+// its own), else one made as controller-runtime's cache.New makes its own
+// when it has none, which it then uses instead. The informers' metrics are
+// labelled with the resources this mapper names, and controller-runtime
+// maps each kind with it before it builds the informer: the labels cost no
+// discovery request of their own, and a kind whose plural is not the usual
+// one (Endpoints, a CRD's) gets the server's.
+func withMapper(cfg *rest.Config, opts crcache.Options) (crcache.Options, error) {
+	if opts.Mapper != nil {
+		return opts, nil
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	if opts.HTTPClient == nil {
+		var err error
+		if opts.HTTPClient, err = rest.HTTPClientFor(cfg); err != nil {
+			return opts, fmt.Errorf("could not create HTTP client from config: %w", err)
+		}
+	}
+	var err error
+	if opts.Mapper, err = apiutil.NewDynamicRESTMapper(cfg, opts.HTTPClient); err != nil {
+		return opts, fmt.Errorf("could not create RESTMapper from config: %w", err)
+	}
+	return opts, nil
 }
 
 // cacheOptions returns the cache options for informers of c: with the

@@ -1,0 +1,163 @@
+package informer
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/leaninformer/leaninformer/pkg/metrics"
+)
+
+// crTestMetrics is the one metrics set the tests of this package register
+// on controller-runtime's registry (NewCacheWith registers its set there,
+// and a second set would be refused).
+var crTestMetrics = metrics.New()
+
+// octopus is a CRD's kind whose plural is not the guessed one.
+var octopus = schema.GroupVersionKind{Group: "sea.example.com", Version: "v1", Kind: "Octopus"}
+
+// discoveryServer answers the (non-aggregated) discovery requests of a
+// RESTMapper for the core group, with ConfigMaps, and for sea.example.com,
+// with octopodes; it counts every request by path. Anything else is 404.
+type discoveryServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests map[string]int
+}
+
+func newDiscoveryServer(t *testing.T) *discoveryServer {
+	d := &discoveryServer{requests: map[string]int{}}
+	resources := func(gv string, rs ...metav1.APIResource) *metav1.APIResourceList {
+		return &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv, APIResources: rs}
+	}
+	verbs := metav1.Verbs{"get", "list", "watch"}
+	seaV1 := metav1.GroupVersionForDiscovery{GroupVersion: octopus.GroupVersion().String(), Version: "v1"}
+	answers := map[string]any{
+		"/api": &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}},
+		"/apis": &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{
+			{Name: octopus.Group, Versions: []metav1.GroupVersionForDiscovery{seaV1}, PreferredVersion: seaV1},
+		}},
+		"/api/v1": resources("v1",
+			metav1.APIResource{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: verbs},
+		),
+		"/apis/sea.example.com/v1": resources(octopus.GroupVersion().String(),
+			metav1.APIResource{Name: "octopodes", SingularName: "octopus", Namespaced: true, Kind: octopus.Kind, Verbs: verbs},
+		),
+	}
+	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		d.requests[r.URL.Path]++
+		d.mu.Unlock()
+		answer, ok := answers[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(answer)
+	}))
+	t.Cleanup(d.Close)
+	return d
+}
+
+// counts returns the requests so far, by path.
+func (d *discoveryServer) counts() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.requests)
+}
+
+func (d *discoveryServer) config() *rest.Config { return &rest.Config{Host: d.URL} }
+
+// storeObjectsResources returns the resource labels of m's store_objects
+// series.
+func storeObjectsResources(t *testing.T, m *metrics.Metrics) []string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resources []string
+	for _, f := range families {
+		if f.GetName() != "leaninformer_store_objects" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "resource" {
+					resources = append(resources, l.GetValue())
+				}
+			}
+		}
+	}
+	slices.Sort(resources)
+	return resources
+}
+
+// A cache built with NewCache outside a manager (no Options.Mapper) labels
+// its informers' metrics with the resources the API server names, as a
+// manager's does: controller-runtime's cache.New would make a RESTMapper
+// of its own that NewCache never sees, and the guessed plural of a CRD
+// with its own plural ("octopuses") is wrong. The labels cost no discovery
+// request beyond those of controller-runtime's own cache.
+func TestNewCacheWithoutAMapperLabelsMetricsWithTheServersResources(t *testing.T) {
+	ctx := context.Background()
+	objects := func() []client.Object {
+		octo := &metav1.PartialObjectMetadata{}
+		octo.SetGroupVersionKind(octopus)
+		return []client.Object{&corev1.ConfigMap{}, octo}
+	}
+	getInformers := func(c crcache.Cache) []crcache.Informer {
+		var infs []crcache.Informer
+		for _, obj := range objects() {
+			inf, err := c.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
+			if err != nil {
+				t.Fatalf("GetInformer(%T): %v", obj, err)
+			}
+			infs = append(infs, inf)
+		}
+		return infs
+	}
+
+	theirs := newDiscoveryServer(t)
+	c, err := crcache.New(theirs.config(), crcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	getInformers(c)
+
+	ours := newDiscoveryServer(t)
+	c, err = NewCacheWith(WithMetrics(crTestMetrics))(ours.config(), crcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inf := range getInformers(c) {
+		// An informer not run records nothing; one object in its store
+		// shows the series its labels make.
+		inf.(*SharedIndexInformer).metrics.prom.SetStoreObjects(1)
+		defer inf.(*SharedIndexInformer).metrics.prom.Close()
+	}
+	if got, want := storeObjectsResources(t, crTestMetrics), []string{"configmaps", "octopodes"}; !slices.Equal(got, want) {
+		t.Errorf("store_objects series of resources %q, want %q", got, want)
+	}
+	if got, want := ours.counts(), theirs.counts(); !maps.Equal(got, want) {
+		t.Errorf("discovery requests %v, want controller-runtime's own %v", got, want)
+	}
+}
