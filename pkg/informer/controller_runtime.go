@@ -46,7 +46,9 @@ func NewCache(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 // field selector or a continue token, of a type whose informer is not this
 // package's or has not synced, of a multi-namespace cache (DefaultNamespaces,
 // ByObject Namespaces), or of any type with ReaderFailOnMissingInformer set,
-// goes to controller-runtime's reader unchanged. Only typed and
+// goes to controller-runtime's reader unchanged; one of a type whose
+// informer cannot be made (a kind the RESTMapper does not know) fails with
+// the error controller-runtime's would return. Only typed and
 // metadata-only objects have labels read from their encodings; unstructured
 // ones are decoded to be matched, as before.
 func NewCacheWith(options ...Option) crcache.NewCacheFunc {

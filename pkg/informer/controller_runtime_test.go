@@ -161,3 +161,48 @@ func TestNewCacheWithoutAMapperLabelsMetricsWithTheServersResources(t *testing.T
 		t.Errorf("discovery requests %v, want controller-runtime's own %v", got, want)
 	}
 }
+
+// A label List of a kind the RESTMapper does not know (a CRD not
+// installed) costs the discovery requests of controller-runtime's own
+// List, not twice as many: the label-list answer looks the informer up
+// first, and a failed look-up is the List's error, as controller-runtime's
+// would be from the same look-up.
+func TestLabelListOfAnUnknownKindDiscoversOnce(t *testing.T) {
+	squids := &metav1.PartialObjectMetadataList{}
+	squids.SetGroupVersionKind(schema.GroupVersionKind{Group: "nowhere.example.com", Version: "v1", Kind: "SquidList"})
+	list := func(c crcache.Cache) error {
+		return c.List(context.Background(), squids, client.MatchingLabels{"app": "x"})
+	}
+	type result struct {
+		requests map[string]int
+		err      error
+	}
+	measure := func(newCache crcache.NewCacheFunc) result {
+		d := newDiscoveryServer(t)
+		c, err := newCache(d.config(), crcache.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := list(c); err == nil {
+			t.Fatal("a List of a kind the server does not serve: no error")
+		}
+		before := d.counts()
+		err = list(c) // the mapper's first look-up discovers the groups
+		after := d.counts()
+		for path, n := range before {
+			after[path] -= n
+			if after[path] == 0 {
+				delete(after, path)
+			}
+		}
+		return result{after, err}
+	}
+	theirs := measure(crcache.New)
+	ours := measure(NewCacheWith(WithEncodedStore(), WithMetrics(nil)))
+	if !maps.Equal(ours.requests, theirs.requests) {
+		t.Errorf("discovery requests of a second label List: %v, controller-runtime's own cache sends %v", ours.requests, theirs.requests)
+	}
+	if ours.err.Error() != theirs.err.Error() {
+		t.Errorf("List: %v, controller-runtime's: %v", ours.err, theirs.err)
+	}
+}

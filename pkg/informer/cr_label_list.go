@@ -95,7 +95,8 @@ func (l *labelListCache) NeedLeaderElection() bool {
 // CacheReader.List does: a label selector and no field selector or
 // continue token, on a type whose informer is ours, synced, with an encoded
 // store (any other informer is a multi-namespace cache's or the caller's;
-// the informers of a multi-namespace cache are not even looked up).
+// the informers of a multi-namespace cache are not even looked up). A
+// failed look-up of the informer is done too, with the look-up's error.
 func (l *labelListCache) listByLabels(ctx context.Context, out client.ObjectList, opts []client.ListOption) (done bool, err error) {
 	var listOpts client.ListOptions
 	listOpts.ApplyOptions(opts)
@@ -114,10 +115,13 @@ func (l *labelListCache) listByLabels(ctx context.Context, out client.ObjectList
 		return false, nil
 	}
 	// Not blocking: an informer that has not synced (or a cache that has not
-	// started) is controller-runtime's to wait for or to refuse.
+	// started) is controller-runtime's to wait for or to refuse. Its List
+	// looks the informer up the same way: where that fails (a kind the
+	// RESTMapper does not know, after discovery requests), its error is the
+	// List's, and asking again would repeat the discovery.
 	inf, err := l.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
 	if err != nil {
-		return false, nil
+		return true, err
 	}
 	ours, ok := inf.(*SharedIndexInformer)
 	if !ok || !ours.cfg.encoded || !ours.HasSynced() {
