@@ -113,7 +113,8 @@ func (b *metricsBridge) handle(process func() error) error {
 	return b.clientGo.process(b.clock, process)
 }
 
-// stopped: the informer stopped; the summed gauges lose its share.
+// stopped: the informer stopped; the summed gauges lose its share, and
+// the last informer of the resource takes its gauge series off.
 func (b *metricsBridge) stopped() { b.prom.Close() }
 
 // handler returns the metrics of one listener, for handler name.

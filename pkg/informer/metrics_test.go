@@ -666,3 +666,88 @@ func TestRestartsCountListsBegun(t *testing.T) {
 		})
 	}
 }
+
+// series says whether reg has a series of metric name whose labels
+// include want, and its value.
+func series(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			return value(m), true
+		}
+	}
+	return 0, false
+}
+
+// The informers of one resource (a multi-namespace cache's, one per
+// namespace; a typed and a metadata-only one) share its gauge series: one
+// stopping takes its share back and leaves the others' figures; the last
+// one stopping (controller-runtime's RemoveInformer) takes the resource's
+// gauges off /metrics, where a synced of 0 and a last event that never
+// moves again would stand for an informer that no longer exists.
+func TestGaugesOfAResourceEndWithItsLastInformer(t *testing.T) {
+	m, reg := registeredMetrics(t)
+	a, b := newServer(t, 3), newServer(t, 5) // two namespaces, say
+	infA, infB := newInformer(a, 0, WithMetrics(m)), newInformer(b, 0, WithMetrics(m))
+	stopA, stopB := run(t, infA), run(t, infB)
+	waitSynced(t, infA, infB)
+	mustCreate(t, b, configMap("live"))
+	cm := map[string]string{"group": "", "version": "v1", "resource": "configmaps"}
+	get := func(name string) (float64, bool) { return series(t, reg, name, cm) }
+	eventually(t, "the live event", func() bool { v, _ := get("leaninformer_store_objects"); return v == 9 })
+	gauges := []string{
+		"leaninformer_store_objects", "leaninformer_restart_buffer_objects", "leaninformer_synced",
+		"leaninformer_last_resource_version", "leaninformer_last_event_timestamp_seconds",
+	}
+	for _, name := range gauges {
+		if _, ok := get(name); !ok {
+			t.Fatalf("%s: no series while the informers run", name)
+		}
+	}
+
+	stopA()
+	if v, _ := get("leaninformer_store_objects"); v != 6 {
+		t.Errorf("store_objects = %v with one informer stopped, want the other's 6", v)
+	}
+	if v, _ := get("leaninformer_synced"); v != 1 {
+		t.Errorf("synced = %v with one informer stopped, want 1", v)
+	}
+	if _, ok := get("leaninformer_last_event_timestamp_seconds"); !ok {
+		t.Error("last_event_timestamp_seconds gone while an informer of the resource runs")
+	}
+
+	stopB()
+	for _, name := range gauges {
+		if v, ok := get(name); ok {
+			t.Errorf("%s = %v after the resource's last informer stopped, want no series", name, v)
+		}
+	}
+
+	// A new informer of the resource shows its figures again.
+	infC := newInformer(a, 0, WithMetrics(m))
+	run(t, infC)
+	waitSynced(t, infC)
+	if v, _ := get("leaninformer_store_objects"); v != 3 {
+		t.Errorf("store_objects = %v for a new informer, want 3", v)
+	}
+	if v, _ := get("leaninformer_synced"); v != 1 {
+		t.Errorf("synced = %v for a new informer, want 1", v)
+	}
+}

@@ -61,6 +61,11 @@ type Metrics struct {
 	handlerPanics   *prometheus.CounterVec
 	handlerFolded   *prometheus.CounterVec
 	shard           shardCollectors
+
+	// live counts, by resource, the recorders that have written its
+	// gauges and not closed: the last one to close deletes the series.
+	liveMu sync.Mutex
+	live   map[schema.GroupVersionResource]int
 }
 
 // Default is the set informers record into unless given another.
@@ -101,6 +106,7 @@ func New() *Metrics {
 		handlerPanics:   counter("handler_panics_total", "Notifications whose handler panicked (with crashing turned off), by handler.", "handler"),
 		handlerFolded:   counter("handler_coalesced_notifications_total", "Notifications folded into a change already pending for the same object, for coalescing event handlers, by handler.", "handler"),
 		shard:           newShardCollectors(),
+		live:            map[schema.GroupVersionResource]int{},
 	}
 }
 
@@ -168,16 +174,21 @@ func (m *Metrics) Informer(gvr schema.GroupVersionResource) *Recorder {
 	if m == nil {
 		return nil
 	}
-	return &Recorder{m: m, labels: prometheus.Labels{"group": gvr.Group, "version": gvr.Version, "resource": gvr.Resource}}
+	return &Recorder{m: m, gvr: gvr, labels: prometheus.Labels{"group": gvr.Group, "version": gvr.Version, "resource": gvr.Resource}}
 }
 
 // Recorder records the metrics of one informer. Gauges that sum over the
 // informers of a resource (a multi-namespace cache has one per namespace)
-// are moved by this informer's own deltas, and Close takes its share back.
+// are moved by this informer's own deltas, and Close takes its share back;
+// the last informer of a resource to close deletes its gauge series.
 // All methods accept a nil receiver and then do nothing.
 type Recorder struct {
 	m      *Metrics
+	gvr    schema.GroupVersionResource
 	labels prometheus.Labels
+	// live: 0 until the first gauge write, then 1 (counted in m.live)
+	// until Close, then 2.
+	live atomic.Int32
 
 	storeObjects  atomic.Int64
 	bufferObjects atomic.Int64
@@ -203,6 +214,41 @@ type cachedGauge struct {
 func (c *cachedGauge) get(v *prometheus.GaugeVec, labels prometheus.Labels) prometheus.Gauge {
 	c.once.Do(func() { c.g = v.With(labels) })
 	return c.g
+}
+
+// join counts r among the live recorders of its resource before its first
+// gauge write, so that another recorder's Close does not delete the series
+// r writes.
+func (r *Recorder) join() {
+	if r.live.Load() != 0 {
+		return
+	}
+	r.m.liveMu.Lock()
+	defer r.m.liveMu.Unlock()
+	if r.live.CompareAndSwap(0, 1) {
+		r.m.live[r.gvr]++
+	}
+}
+
+// leave takes r out of the live recorders of its resource; the last one
+// deletes the resource's gauge series (all at 0 but the last event's
+// resourceVersion and time), which would stand for informers that no
+// longer run.
+func (r *Recorder) leave() {
+	r.m.liveMu.Lock()
+	defer r.m.liveMu.Unlock()
+	if !r.live.CompareAndSwap(1, 2) {
+		r.live.Store(2)
+		return
+	}
+	if r.m.live[r.gvr]--; r.m.live[r.gvr] > 0 {
+		return
+	}
+	delete(r.m.live, r.gvr)
+	for _, g := range []*prometheus.GaugeVec{r.m.storeObjects, r.m.bufferObjects, r.m.synced, r.m.resourceVersion, r.m.lastEvent} {
+		g.Delete(r.labels)
+	}
+	r.m.shard.informers.DeletePartialMatch(r.labels)
 }
 
 // eventCounter returns the watch_events_total series of event type typ.
@@ -272,6 +318,7 @@ func (r *Recorder) RestartDone(d time.Duration, objects, reused int) {
 	r.setBuffer(0)
 	r.SetStoreObjects(int64(objects))
 	if !r.synced.Swap(true) {
+		r.join()
 		r.m.synced.With(r.labels).Inc()
 	}
 }
@@ -289,6 +336,7 @@ func (r *Recorder) SetStoreObjects(n int64) {
 	if r == nil {
 		return
 	}
+	r.join()
 	old := r.storeObjects.Swap(n)
 	r.storeObjectsSeries.get(r.m.storeObjects, r.labels).Add(float64(n - old))
 }
@@ -298,6 +346,7 @@ func (r *Recorder) AddStoreObjects(delta int64) {
 	if r == nil || delta == 0 {
 		return
 	}
+	r.join()
 	r.storeObjects.Add(delta)
 	r.storeObjectsSeries.get(r.m.storeObjects, r.labels).Add(float64(delta))
 }
@@ -305,6 +354,7 @@ func (r *Recorder) AddStoreObjects(delta int64) {
 func (r *Recorder) setBuffer(n int64) {
 	old := r.bufferObjects.Swap(n)
 	if n != old {
+		r.join()
 		r.m.bufferObjects.With(r.labels).Add(float64(n - old))
 	}
 }
@@ -342,6 +392,7 @@ func (r *Recorder) ResourceVersion(rv string, at time.Time) {
 	if r == nil {
 		return
 	}
+	r.join()
 	if v, ok := ParseResourceVersion(rv); ok {
 		r.resourceVersion.get(r.m.resourceVersion, r.labels).Set(v)
 	}
@@ -386,7 +437,10 @@ func (r *Recorder) Handler(name string) *HandlerRecorder {
 	}
 }
 
-// Close takes this informer's share of the summed gauges back, when it stops.
+// Close takes this informer's share of the summed gauges back, when it
+// stops; the last informer of the resource to close takes its gauge series
+// off (its counters and histograms stay). A recorder is not used after
+// Close.
 func (r *Recorder) Close() {
 	if r == nil {
 		return
@@ -397,6 +451,7 @@ func (r *Recorder) Close() {
 		r.m.synced.With(r.labels).Dec()
 	}
 	r.closeShard()
+	r.leave()
 }
 
 // HandlerRecorder records one event handler's metrics. Methods accept a nil

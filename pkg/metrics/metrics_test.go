@@ -199,3 +199,42 @@ func BenchmarkRecorderEvent(b *testing.B) {
 		r.AddStoreObjects(1)
 	}
 }
+
+// The last recorder of a resource to close deletes its gauge series; one
+// that closes while another still writes them leaves them, and one that
+// never wrote does not count.
+func TestGaugesOfAResourceEndWithItsLastRecorder(t *testing.T) {
+	m := New()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		n, err := testutil.GatherAndCount(reg, "leaninformer_store_objects", "leaninformer_synced",
+			"leaninformer_last_event_timestamp_seconds", "leaninformer_shard_informers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, b, idle := m.Informer(configMaps), m.Informer(configMaps), m.Informer(configMaps)
+	a.RestartDone(time.Second, 3, 0)
+	a.ResourceVersion("7", time.Unix(10, 0))
+	a.ShardFiltering("server")
+	b.RestartDone(time.Second, 2, 0)
+	if n := count(); n != 4 {
+		t.Fatalf("%d gauge series, want 4", n)
+	}
+	idle.Close()
+	a.Close()
+	if n := count(); n != 4 {
+		t.Fatalf("%d gauge series with one recorder left, want 4", n)
+	}
+	if got := testutil.ToFloat64(m.storeObjects.With(b.labels)); got != 2 {
+		t.Fatalf("store_objects = %v, want the remaining recorder's 2", got)
+	}
+	b.Close()
+	if n := count(); n != 0 {
+		t.Fatalf("%d gauge series after the last recorder closed, want none", n)
+	}
+}

@@ -132,6 +132,7 @@ func (r *Recorder) ShardFiltering(filtering string) {
 		r.m.shard.informers.With(r.with("filtering", r.shardFiltering)).Dec()
 	}
 	r.shardFiltering = filtering
+	r.join()
 	r.m.shard.informers.With(r.with("filtering", filtering)).Inc()
 }
 
