@@ -131,7 +131,7 @@ func TestLostClaimRaceBacksOff(t *testing.T) {
 		t.Fatalf("after its claim, a verifies; got %v", req.kind)
 	}
 	// b published everything meanwhile.
-	other := w.start("b").cfg.buildLease("2", FullRange(), now)
+	other := w.start("b").cfg.buildLease(nil, "2", FullRange(), now)
 	c.listed(now, req, []leaseRecord{recordOf(other, KeyUID, p.leaseDuration)}, nil)
 	if !c.serving.Empty() {
 		t.Fatalf("a serves %s after losing the race", c.serving)
@@ -146,7 +146,7 @@ func TestLostClaimRaceBacksOff(t *testing.T) {
 	c.wrote(now, req, "3", nil)
 	// b leaves (a clean stop: it publishes an empty range, then deletes its
 	// Lease): its range is free, but a waits out the pause.
-	released := w.start("b").cfg.buildLease("4", Range{}, now)
+	released := w.start("b").cfg.buildLease(nil, "4", Range{}, now)
 	c.observe(now, []leaseRecord{recordOf(released, KeyUID, p.leaseDuration)})
 	c.observe(now, nil)
 	if req = c.next(now); !req.claims.Empty() {

@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,28 +92,35 @@ func leaseSeconds(d time.Duration) int32 {
 
 // buildLease is the member's Lease publishing published, renewed at now
 // (wall-clock time, for people reading it: members never compare it with
-// their clocks).
-func (c *config) buildLease(rv string, published Range, now time.Time) *coordinationv1.Lease {
+// their clocks), written onto base, the member's last read of its Lease
+// (nil to create it). What the member writes is authoritative: its label,
+// annotations and finalizer, the holder, duration and renewal. Everything
+// else on base (labels, annotations and finalizers other tools put there,
+// owner references, spec fields of coordinated leader election) is kept,
+// so that an update, which replaces the whole object, does not wipe it.
+func (c *config) buildLease(base *coordinationv1.Lease, rv string, published Range, now time.Time) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{}
+	if base != nil {
+		l = base.DeepCopy()
+	}
+	l.Name, l.Namespace, l.ResourceVersion = c.leaseName, c.namespace, rv
+	if l.Labels == nil {
+		l.Labels = make(map[string]string, 1)
+	}
+	l.Labels[LabelController] = c.name
+	if l.Annotations == nil {
+		l.Annotations = make(map[string]string, 3)
+	}
+	l.Annotations[AnnotationRange] = published.String()
+	l.Annotations[AnnotationBuckets] = strconv.Itoa(c.buckets)
+	l.Annotations[AnnotationKey] = string(c.key)
+	if !slices.Contains(l.Finalizers, Finalizer) {
+		l.Finalizers = append(l.Finalizers, Finalizer)
+	}
+
 	holder := c.holder
 	seconds := leaseSeconds(c.leaseDuration)
 	renew := metav1.NewMicroTime(now)
-	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            c.leaseName,
-			Namespace:       c.namespace,
-			ResourceVersion: rv,
-			Labels:          map[string]string{LabelController: c.name},
-			Finalizers:      []string{Finalizer},
-			Annotations: map[string]string{
-				AnnotationRange:   published.String(),
-				AnnotationBuckets: strconv.Itoa(c.buckets),
-				AnnotationKey:     string(c.key),
-			},
-		},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       &holder,
-			LeaseDurationSeconds: &seconds,
-			RenewTime:            &renew,
-		},
-	}
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &seconds, &renew
+	return l
 }

@@ -24,7 +24,7 @@ func testConfig(t *testing.T, opts ...Option) *config {
 func TestLeaseRoundTrip(t *testing.T) {
 	cfg := testConfig(t, WithLeaseDuration(1500*time.Millisecond), WithRenewDeadline(time.Second), WithRenewInterval(200*time.Millisecond))
 	published := NewRange(0, 1<<62).Union(NewRange(1<<63, 0))
-	l := cfg.buildLease("7", published, time.Now())
+	l := cfg.buildLease(nil, "7", published, time.Now())
 	if l.Name != "ctl-a" || l.Namespace != "ns" || l.Labels[LabelController] != "ctl" || l.Finalizers[0] != Finalizer {
 		t.Fatalf("lease metadata: %+v", l.ObjectMeta)
 	}
@@ -40,7 +40,7 @@ func TestLeaseRoundTrip(t *testing.T) {
 
 func TestLeaseRecordIsConservative(t *testing.T) {
 	cfg := testConfig(t)
-	l := cfg.buildLease("1", NewRange(0, 1<<60), time.Now())
+	l := cfg.buildLease(nil, "1", NewRange(0, 1<<60), time.Now())
 
 	bad := l.DeepCopy()
 	bad.Annotations[AnnotationRange] = "everything"
@@ -52,7 +52,7 @@ func TestLeaseRecordIsConservative(t *testing.T) {
 		!strings.Contains(rec.problem.Error(), string(KeyNamespace)) {
 		t.Errorf("a range over another key's hashes blocks everything: %+v", rec)
 	}
-	empty := cfg.buildLease("1", Range{}, time.Now())
+	empty := cfg.buildLease(nil, "1", Range{}, time.Now())
 	if rec := recordOf(empty, KeyNamespace, time.Minute); !rec.published.Empty() || rec.problem != nil {
 		t.Errorf("an empty range over another key blocks nothing: %+v", rec)
 	}
@@ -104,7 +104,7 @@ func TestDeadPeerLeaseDeleteErrorIsCounted(t *testing.T) {
 	defer g.retire()
 	c := newCore(cfg, g, 1)
 	peerCfg := testConfig(t, WithIdentity("b"))
-	peer := recordOf(peerCfg.buildLease("7", Range{}, clk.Now()), cfg.key, cfg.leaseDuration)
+	peer := recordOf(peerCfg.buildLease(nil, "7", Range{}, clk.Now()), cfg.key, cfg.leaseDuration)
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, peer.name, errors.New("cannot patch"))
 	tried := false
 	for i := 0; i < 10000 && !tried; i++ {

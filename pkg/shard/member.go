@@ -33,14 +33,18 @@ type Member struct {
 	ready  chan struct{} // closed once the member has made its first claim
 	caches caches
 
+	// last is the member's Lease as last read or written by its loop: the
+	// base of its next update, which keeps what others put on the Lease.
+	last *coordinationv1.Lease
+
 	mu      sync.Mutex
 	started bool
 }
 
 // New returns the member of the sharded controller name whose Leases live
 // in namespace. leases is typically a clientset's CoordinationV1(); the
-// member needs get, list, watch, create, update and delete on Leases in
-// namespace.
+// member needs get, list, watch, create, update, patch and delete on Leases
+// in namespace.
 func New(leases coordinationclient.LeasesGetter, namespace, name string, opts ...Option) (*Member, error) {
 	if leases == nil {
 		return nil, errors.New("shard: a Lease client is required")
@@ -258,24 +262,26 @@ func (m *Member) do(ctx context.Context, c *core, req request) {
 	case reqGetOwn:
 		l, err := m.leases.Get(ctx, req.name, metav1.GetOptions{})
 		if err != nil {
+			if apierrors.IsNotFound(err) {
+				m.last = nil
+			}
 			c.gotOwn(m.cfg.clock.Now(), req, nil, classify(err))
 			return
 		}
+		m.last = l
 		rec := recordOf(l, m.cfg.key, m.cfg.leaseDuration)
 		c.gotOwn(m.cfg.clock.Now(), req, &rec, nil)
 	case reqWrite:
-		lease := m.cfg.buildLease(req.rv, req.publish, req.sent)
 		var out *coordinationv1.Lease
 		var err error
 		if req.create {
-			lease.ResourceVersion = ""
-			out, err = m.leases.Create(ctx, lease, metav1.CreateOptions{})
+			out, err = m.leases.Create(ctx, m.cfg.buildLease(nil, "", req.publish, req.sent), metav1.CreateOptions{})
 		} else {
-			out, err = m.leases.Update(ctx, lease, metav1.UpdateOptions{})
+			out, err = m.leases.Update(ctx, m.cfg.buildLease(m.last, req.rv, req.publish, req.sent), metav1.UpdateOptions{})
 		}
 		rv := ""
 		if err == nil {
-			rv = out.ResourceVersion
+			m.last, rv = out, out.ResourceVersion
 		}
 		c.wrote(m.cfg.clock.Now(), req, rv, classify(err))
 	case reqVerify:
@@ -298,13 +304,17 @@ func (m *Member) do(ctx context.Context, c *core, req request) {
 
 // release deletes the Lease name if it still has resourceVersion rv:
 // it drops the Lease's finalizer (a terminating Lease is gone then), then
-// deletes it.
+// deletes it. Other finalizers stay (a strategic merge patch removes ours
+// only): the Lease then stays, terminating, until their owners remove them.
 func (m *Member) release(ctx context.Context, name, rv string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": rv, "finalizers": nil}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion":                     rv,
+		"$deleteFromPrimitiveList/finalizers": []string{Finalizer},
+	}})
 	if err != nil {
 		return err
 	}
-	l, err := m.leases.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	l, err := m.leases.Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return err
 	}

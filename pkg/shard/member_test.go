@@ -3,6 +3,8 @@ package shard
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,7 +99,7 @@ func TestMemberRefusesAnotherControllersLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs := other.buildLease("", FullRange(), time.Now())
+	theirs := other.buildLease(nil, "", FullRange(), time.Now())
 	if _, err := client.CoordinationV1().Leases("ns").Create(context.Background(), theirs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -371,5 +373,63 @@ func TestMemberStoppedBeforeTheLeasesCouldBeListed(t *testing.T) {
 	}
 	if !m.Serving().Empty() {
 		t.Errorf("the stopped member serves %s", m.Serving())
+	}
+}
+
+// Labels, annotations and finalizers that others put on a member's Lease
+// (kubectl annotate, a GitOps tool, a policy controller) outlive the
+// member's renewals, while the member's own keys stay what it writes; at a
+// clean stop the member removes its finalizer only, so the Lease waits,
+// terminating, for the other tool's.
+func TestMemberKeepsWhatOthersPutOnItsLease(t *testing.T) {
+	client := fake.NewClientset()
+	serveLeasesLikeTheAPIServer(client)
+	m, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(testLogger(t, "A")), WithMetrics(nil),
+		WithLeaseDuration(2*time.Second), WithRenewDeadline(time.Second), WithRenewInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel, done := startMember(m)
+	defer cancel()
+	waitFor(t, "serving everything", 10*time.Second, func() bool { return m.Serving().Equal(FullRange()) })
+
+	leases := client.CoordinationV1().Leases("ns")
+	l, err := leases.Get(context.Background(), m.LeaseName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Labels["team"] = "payments"
+	l.Annotations["example.com/note"] = "keep me"
+	l.Annotations[AnnotationBuckets] = "7" // ours: the member's value wins
+	l.Finalizers = append(l.Finalizers, "example.com/keep")
+	if l, err = leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	annotated, _ := strconv.Atoi(l.ResourceVersion)
+	// Renewals after the annotation: the member wrote its own keys again.
+	waitFor(t, "two renewals after the annotation", 10*time.Second, func() bool {
+		l, err = leases.Get(context.Background(), m.LeaseName(), metav1.GetOptions{})
+		rv, _ := strconv.Atoi(l.ResourceVersion)
+		return err == nil && rv > annotated+1 && l.Annotations[AnnotationBuckets] == strconv.Itoa(DefaultBuckets)
+	})
+	if l.Labels["team"] != "payments" || l.Annotations["example.com/note"] != "keep me" || !slices.Contains(l.Finalizers, "example.com/keep") {
+		t.Errorf("after the member's renewals the Lease lost what another tool put on it: labels %v, annotations %v, finalizers %v",
+			l.Labels, l.Annotations, l.Finalizers)
+	}
+	if l.Labels[LabelController] != "ctl" || l.Annotations[AnnotationRange] != FullRange().String() || !slices.Contains(l.Finalizers, Finalizer) {
+		t.Errorf("the member's own keys: labels %v, annotations %v, finalizers %v", l.Labels, l.Annotations, l.Finalizers)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("clean stop: %v", err)
+	}
+	l, err = leases.Get(context.Background(), m.LeaseName(), metav1.GetOptions{})
+	switch {
+	case err != nil:
+		t.Errorf("after the clean stop the Lease is gone (%v): the member removed the other tool's finalizer too", err)
+	case l.DeletionTimestamp == nil || !slices.Equal(l.Finalizers, []string{"example.com/keep"}) || l.Annotations[AnnotationRange] != "":
+		t.Errorf("after the clean stop: deletionTimestamp %v, finalizers %v, range %q; want terminating, the other tool's finalizer only, nothing published",
+			l.DeletionTimestamp, l.Finalizers, l.Annotations[AnnotationRange])
 	}
 }

@@ -404,10 +404,7 @@ func (w *world) commit(r *simReplica, p *simRequest) {
 			p.err = errConflict
 		default:
 			w.rv++
-			l := r.cfg.buildLease(strconv.FormatUint(w.rv, 10), req.publish, now)
-			if cur != nil {
-				l.DeletionTimestamp = cur.DeletionTimestamp // set once, for good
-			}
+			l := r.cfg.buildLease(cur, strconv.FormatUint(w.rv, 10), req.publish, now)
 			w.leases[req.name] = l
 			w.log = append(w.log, change{at: now, name: req.name, lease: l})
 			p.rv = l.ResourceVersion
