@@ -98,6 +98,11 @@ func leaseSeconds(d time.Duration) int32 {
 // else on base (labels, annotations and finalizers other tools put there,
 // owner references, spec fields of coordinated leader election) is kept,
 // so that an update, which replaces the whole object, does not wipe it.
+//
+// acquireTime and leaseTransitions are what the Lease API says of them:
+// when this holder (this process) acquired the Lease, kept while it renews;
+// 0 transitions when the Lease is created, one more each time another
+// holder takes it over. Members never read them.
 func (c *config) buildLease(base *coordinationv1.Lease, rv string, published Range, now time.Time) *coordinationv1.Lease {
 	l := &coordinationv1.Lease{}
 	if base != nil {
@@ -118,9 +123,23 @@ func (c *config) buildLease(base *coordinationv1.Lease, rv string, published Ran
 		l.Finalizers = append(l.Finalizers, Finalizer)
 	}
 
+	renew := metav1.NewMicroTime(now)
+	switch {
+	case base == nil:
+		var transitions int32
+		l.Spec.AcquireTime, l.Spec.LeaseTransitions = &renew, &transitions
+	case base.Spec.HolderIdentity == nil || *base.Spec.HolderIdentity != c.holder:
+		var transitions int32
+		if base.Spec.LeaseTransitions != nil {
+			transitions = *base.Spec.LeaseTransitions
+		}
+		if transitions < math.MaxInt32 {
+			transitions++
+		}
+		l.Spec.AcquireTime, l.Spec.LeaseTransitions = &renew, &transitions
+	}
 	holder := c.holder
 	seconds := leaseSeconds(c.leaseDuration)
-	renew := metav1.NewMicroTime(now)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &seconds, &renew
 	return l
 }

@@ -433,3 +433,77 @@ func TestMemberKeepsWhatOthersPutOnItsLease(t *testing.T) {
 			l.DeletionTimestamp, l.Finalizers, l.Annotations[AnnotationRange])
 	}
 }
+
+// A member's Lease says, as the Lease API documents, when its holder
+// acquired it (spec.acquireTime, kept through renewals) and how often its
+// holder changed (spec.leaseTransitions: 0 when created, one more when a
+// new process of the identity takes it over).
+func TestMemberLeaseAcquireTimeAndTransitions(t *testing.T) {
+	client := fake.NewClientset()
+	serveLeasesLikeTheAPIServer(client)
+	leases := client.CoordinationV1().Leases("ns")
+	opts := []Option{WithLogger(logr.Discard()), WithMetrics(nil),
+		WithLeaseDuration(2 * time.Second), WithRenewDeadline(time.Second), WithRenewInterval(100 * time.Millisecond)}
+
+	// "b" creates its Lease.
+	b, err := New(client.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("b"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := metav1.NewMicroTime(time.Now().Add(-time.Second))
+	cancelB, doneB := startMember(b)
+	defer func() {
+		cancelB()
+		if err := <-doneB; err != nil {
+			t.Errorf("b's clean stop: %v", err)
+		}
+	}()
+	waitFor(t, "b serving", 10*time.Second, func() bool { return !b.Serving().Empty() })
+	l, err := leases.Get(context.Background(), b.LeaseName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.AcquireTime == nil || l.Spec.AcquireTime.Before(&before) || l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != 0 {
+		t.Fatalf("a created member Lease: acquireTime %v, leaseTransitions %v; want the creation's time and 0", l.Spec.AcquireTime, l.Spec.LeaseTransitions)
+	}
+	acquired, renewed := *l.Spec.AcquireTime, *l.Spec.RenewTime
+	waitFor(t, "b renewing", 10*time.Second, func() bool {
+		l, err = leases.Get(context.Background(), b.LeaseName(), metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime.After(renewed.Time)
+	})
+	if !l.Spec.AcquireTime.Equal(&acquired) || *l.Spec.LeaseTransitions != 0 {
+		t.Errorf("renewed by its holder: acquireTime %v (was %v), leaseTransitions %d; want both unchanged", l.Spec.AcquireTime, acquired, *l.Spec.LeaseTransitions)
+	}
+
+	// An earlier process of "a" left its Lease (publishing nothing), after
+	// 2 transitions; a new process of "a" takes it over.
+	earlier, err := newConfig("ns", "ctl", []Option{WithIdentity("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := earlier.buildLease(nil, "", Range{}, time.Now().Add(-time.Minute))
+	two := int32(2)
+	old.Spec.LeaseTransitions, old.Spec.AcquireTime = &two, old.Spec.RenewTime
+	if _, err := leases.Create(context.Background(), old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(client.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("a"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = metav1.NewMicroTime(time.Now().Add(-time.Second))
+	cancelA, doneA := startMember(a)
+	defer func() {
+		cancelA()
+		if err := <-doneA; err != nil {
+			t.Errorf("a's clean stop: %v", err)
+		}
+	}()
+	waitFor(t, "a writing its Lease", 10*time.Second, func() bool {
+		l, err = leases.Get(context.Background(), a.LeaseName(), metav1.GetOptions{})
+		return err == nil && *l.Spec.HolderIdentity == a.cfg.holder
+	})
+	if l.Spec.AcquireTime == nil || l.Spec.AcquireTime.Before(&before) || l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != 3 {
+		t.Errorf("a Lease taken over by a new process: acquireTime %v, leaseTransitions %v; want the takeover's time and 3", l.Spec.AcquireTime, l.Spec.LeaseTransitions)
+	}
+}
