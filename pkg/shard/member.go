@@ -123,7 +123,7 @@ func (m *Member) Start(ctx context.Context) error {
 		return err
 	}
 	defer func() { stopWatch(); <-watchDone }()
-	defer m.gate.retire()
+	defer m.retire()
 	if !toolscache.WaitForCacheSync(ctx.Done(), func() bool { return store.HasSynced() }) {
 		// Stopped before the group could be listed (an API server outage
 		// at start): nothing was written or served, so the stop is clean.
@@ -183,6 +183,13 @@ func (m *Member) Start(ctx context.Context) error {
 		}
 		timer.Stop()
 	}
+}
+
+// retire ends a member whose Start returns: it serves and is assigned
+// nothing, and sees no members (its gauges say so, not what it saw last).
+func (m *Member) retire() {
+	m.gate.retire()
+	m.cfg.rec.Members(0)
 }
 
 // watchGroup starts an informer on the group's Leases that signals wake on

@@ -507,3 +507,63 @@ func TestMemberLeaseAcquireTimeAndTransitions(t *testing.T) {
 		t.Errorf("a Lease taken over by a new process: acquireTime %v, leaseTransitions %v; want the takeover's time and 3", l.Spec.AcquireTime, l.Spec.LeaseTransitions)
 	}
 }
+
+// Once Start has returned, the member sees no members: its members gauge
+// says 0, as its serving gauges say that it serves nothing, whether it
+// stopped cleanly (while its peers run on) or lost its Lease.
+func TestMemberThatStoppedRecordsNoMembers(t *testing.T) {
+	opts := []Option{WithLeaseDuration(2 * time.Second), WithRenewDeadline(time.Second), WithRenewInterval(100 * time.Millisecond)}
+	t.Run("clean stop", func(t *testing.T) {
+		client := fake.NewClientset()
+		mx, reg := newTestMetrics(t)
+		a, err := New(client.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("a"), WithLogger(testLogger(t, "A")), WithMetrics(mx))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(client.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("b"), WithLogger(testLogger(t, "B")), WithMetrics(nil))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancelB, doneB := startMember(b)
+		defer func() {
+			cancelB()
+			if err := <-doneB; err != nil {
+				t.Errorf("b's clean stop: %v", err)
+			}
+		}()
+		cancelA, doneA := startMember(a)
+		waitFor(t, "a seeing two members", 10*time.Second, func() bool {
+			return metricValue(t, reg, "leaninformer_shard_members", map[string]string{"controller": "ctl"}) == 2
+		})
+		cancelA()
+		if err := <-doneA; err != nil {
+			t.Fatalf("clean stop: %v", err)
+		}
+		if n := metricValue(t, reg, "leaninformer_shard_members", map[string]string{"controller": "ctl"}); n != 0 {
+			t.Errorf("a's Start returned after a clean stop, but its members gauge says %v", n)
+		}
+	})
+	t.Run("lease lost", func(t *testing.T) {
+		client := fake.NewClientset()
+		other, err := newConfig("ns", "ctl-x", []Option{WithIdentity("a")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CoordinationV1().Leases("ns").Create(context.Background(), other.buildLease(nil, "", FullRange(), time.Now()), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		mx, reg := newTestMetrics(t)
+		m, err := New(client.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("x-a"), WithLogger(testLogger(t, "A")), WithMetrics(mx))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := m.Start(ctx); err == nil {
+			t.Fatal("Start with another controller's Lease name succeeded")
+		}
+		if n := metricValue(t, reg, "leaninformer_shard_members", map[string]string{"controller": "ctl"}); n != 0 {
+			t.Errorf("Start returned an error (the Lease is another controller's), but the members gauge says %v", n)
+		}
+	})
+}
