@@ -39,6 +39,11 @@ type Member struct {
 
 	mu      sync.Mutex
 	started bool
+	// unassignedSince is when a Reconciler first retried a request for
+	// want of the member's first assignment; unassignedTold says that the
+	// wait has been logged.
+	unassignedSince time.Time
+	unassignedTold  bool
 }
 
 // New returns the member of the sharded controller name whose Leases live
@@ -120,6 +125,7 @@ func (m *Member) Start(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
 	store, watchDone, err := m.watchGroup(watchCtx, wake)
 	if err != nil {
+		m.retire()
 		return err
 	}
 	defer func() { stopWatch(); <-watchDone }()
@@ -183,6 +189,37 @@ func (m *Member) Start(ctx context.Context) error {
 		}
 		timer.Stop()
 	}
+}
+
+// waitedForAssignment is called when a Reconciler retries a request
+// because the member has computed no assignment yet: once that has lasted a
+// lease duration, it says why, once, where users look (every reconcile
+// being retried, without a word, is what they would see otherwise).
+func (m *Member) waitedForAssignment() {
+	m.gate.mu.Lock()
+	assigned := m.gate.assignedYet
+	m.gate.mu.Unlock()
+	if assigned {
+		return
+	}
+	now := m.cfg.clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unassignedSince.IsZero() {
+		m.unassignedSince = now
+	}
+	waited := now.Sub(m.unassignedSince)
+	if m.unassignedTold || waited < m.cfg.leaseDuration {
+		return
+	}
+	m.unassignedTold = true
+	if !m.started {
+		m.cfg.logger.Error(nil, "Reconcile requests are retried until the shard member has made its first assignment, but the member has not been started: add it to the manager (mgr.Add(member)) or run its Start",
+			"waited", waited)
+		return
+	}
+	m.cfg.logger.Error(nil, "Reconcile requests are retried until the shard member has made its first assignment, and it has not listed the member Leases yet: see its failed Lease requests (it needs get, list, watch, create, update, patch and delete on leases.coordination.k8s.io in its namespace)",
+		"waited", waited, "namespace", m.cfg.namespace)
 }
 
 // retire ends a member whose Start returns: it serves and is assigned

@@ -33,7 +33,9 @@ const RetryAfter = 200 * time.Millisecond
 //     hand-over is not lost. So is every request before m has computed its
 //     first assignment (see Assigned): the manager starts controllers and
 //     m together, and what a controller is handed meanwhile (its primary
-//     objects' initial adds, if they are not sharded) comes only once.
+//     objects' initial adds, if they are not sharded) comes only once. If
+//     that lasts a lease duration, m logs why, once: it was never started,
+//     or it has not listed the member Leases (missing RBAC, an outage).
 //   - A request for an object of another member, or whose key is unknown
 //     (key says !ok, for example an object not in the cache), is dropped
 //     with a nil error: the owner's informers deliver it there.
@@ -55,6 +57,7 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 		switch {
 		case !ok && m.Assigned(h):
 			m.cfg.rec.Request("retried")
+			m.waitedForAssignment()
 			return reconcile.Result{RequeueAfter: RetryAfter}, nil
 		case !ok:
 			m.cfg.rec.Request("not_served")

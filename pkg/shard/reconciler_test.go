@@ -3,14 +3,23 @@ package shard
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -129,5 +138,94 @@ func TestReconcilerRetriesWhatIsComing(t *testing.T) {
 	cache.Close()
 	if !m.CachesHold(0) {
 		t.Fatal("a closed cache still counts")
+	}
+}
+
+// logLines collects a logger's lines (message and values), safe for
+// concurrent use.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.lines = append(l.lines, prefix+" "+args)
+	}, funcr.Options{})
+}
+
+// matching is the lines that contain s.
+func (l *logLines) matching(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// A Reconciler retries every request until its member has computed its
+// first assignment. When that takes longer than a lease duration it says
+// why, once, at level 0: the member was never started (not added to the
+// manager), or it has not listed the member Leases (RBAC, an outage).
+func TestReconcilerSaysWhyItsMemberHasNoAssignment(t *testing.T) {
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "x"}}
+	inner := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	for _, tc := range []struct {
+		name  string
+		start bool
+		want  string
+	}{
+		{"never started", false, "has not been started"},
+		{"leases forbidden", true, "has not listed the member Leases"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			var lists atomic.Int64
+			client.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				lists.Add(1)
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "",
+					errors.New(`User "system:serviceaccount:ns:ctl" cannot list resource "leases"`))
+			})
+			clk := testingclock.NewFakeClock(time.Now())
+			var logs logLines
+			m, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(logs.logger()), WithMetrics(nil), WithClock(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.start {
+				cancel, done := startMember(m)
+				defer func() {
+					cancel()
+					if err := <-done; err != nil {
+						t.Errorf("stopping the member: %v", err)
+					}
+				}()
+				waitFor(t, "the member listing its Leases", 10*time.Second, func() bool { return lists.Load() > 0 })
+			}
+			r := Reconciler(m, RequestNamespace, inner)
+			reconcileAt := func(d time.Duration) {
+				t.Helper()
+				clk.Step(d)
+				if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != RetryAfter {
+					t.Fatalf("before the first assignment: %+v, %v; want a retry", res, err)
+				}
+			}
+			reconcileAt(0)
+			reconcileAt(DefaultLeaseDuration - time.Millisecond)
+			if said := logs.matching(tc.want); len(said) != 0 {
+				t.Fatalf("logged before a lease duration had passed: %q", said)
+			}
+			reconcileAt(time.Millisecond)
+			reconcileAt(time.Minute)
+			if said := logs.matching(tc.want); len(said) != 1 {
+				t.Fatalf("requests retried for %v for want of an assignment; log lines saying %q: %q, want one", DefaultLeaseDuration+time.Minute, tc.want, said)
+			}
+		})
 	}
 }
