@@ -104,6 +104,9 @@ func (p *peer) live(now time.Time) bool {
 type ghost struct {
 	published Range
 	until     time.Time
+	// holder and renewed are the predecessor's holder and last renewal
+	// that until counts from: reading them again does not move it.
+	holder, renewed string
 }
 
 // requestKind is the I/O a core asks for.
@@ -314,9 +317,6 @@ func (c *core) next(now time.Time) request {
 		c.cfg.rec.Fenced()
 		c.fence("renew deadline passed")
 	}
-	if c.predecessor != nil && !now.Before(c.predecessor.until) {
-		c.predecessor = nil
-	}
 	members := c.members(now)
 	c.cfg.rec.Members(len(members))
 	assigned := c.assigned(members)
@@ -388,7 +388,7 @@ func (c *core) wakeAt(now time.Time) time.Time {
 		consider(p.observedAt.Add(c.gcAfter(p)))
 	}
 	if c.predecessor != nil {
-		consider(c.predecessor.until)
+		consider(c.predecessor.until) // once past, it is not considered
 	}
 	if !at.After(now) {
 		return now
@@ -442,10 +442,13 @@ func (c *core) gotOwn(now time.Time, r request, rec *leaseRecord, err error) {
 		c.log.Error(c.lost, "No longer serving")
 		c.fence("lease taken over")
 	default:
-		if rec.holder != c.cfg.holder && !rec.published.Empty() {
+		if g := c.predecessor; rec.holder != c.cfg.holder && !rec.published.Empty() &&
+			(g == nil || g.holder != rec.holder || g.renewed != rec.renewed || !g.published.Equal(rec.published)) {
 			// A predecessor of this identity left a range: it may still
-			// run until its Lease would expire.
-			c.predecessor = &ghost{published: rec.published, until: now.Add(rec.duration)}
+			// run until its Lease would expire, a lease duration after this
+			// member first saw its last renewal. A read of the same renewal
+			// (after a 409: someone else wrote the Lease) keeps that time.
+			c.predecessor = &ghost{published: rec.published, until: now.Add(rec.duration), holder: rec.holder, renewed: rec.renewed}
 			c.log.Info("Found this member's Lease held by a predecessor; keeping its range until it would expire",
 				"holder", rec.holder, "range", rec.published.String(), "until", now.Add(rec.duration))
 		}

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -205,5 +206,56 @@ func TestMemberWhoseLeaseIsGoneClaimsAgain(t *testing.T) {
 	}
 	if req = c.next(now); req.kind != reqVerify {
 		t.Fatalf("a verifies its claim; got %v", req.kind)
+	}
+}
+
+// TestPredecessorRangeWaitsOneLeaseDuration: a new process that finds its
+// Lease held by an earlier process of its identity keeps that one's range
+// published, and unclaimed, until the Lease would have expired: a lease
+// duration after it first saw the earlier process's last renewal. Its
+// updates failing with 409s (someone else wrote the Lease meanwhile, say
+// an annotation) make it read the Lease again, which must not push that
+// time on while the earlier process has not renewed.
+func TestPredecessorRangeWaitsOneLeaseDuration(t *testing.T) {
+	p := defaultModelParams()
+	w := newWorld(t, 4, p)
+	a := w.start("a")
+	c := a.core
+	start := w.clk.Now()
+	earlier, err := newConfig("ns", "ctl", []Option{WithIdentity("a"), WithLeaseDuration(p.leaseDuration), WithRenewDeadline(p.renewDeadline), WithRenewInterval(p.renewInterval)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := earlier.buildLease(nil, "1", FullRange(), start.Add(-time.Second))
+	rec := recordOf(held, KeyUID, p.leaseDuration)
+	c.gotOwn(start, request{kind: reqGetOwn}, &rec, nil)
+	if !c.inherited(start).Equal(FullRange()) {
+		t.Fatalf("the earlier process's range is not kept: %s", c.inherited(start))
+	}
+	// Every update conflicts: another writer annotates the Lease (a new
+	// resourceVersion, the same holder and renewal) between each read and
+	// write.
+	now, rv := start, 1
+	for now.Before(start.Add(2 * p.leaseDuration)) {
+		req := c.next(now)
+		switch req.kind {
+		case reqWrite:
+			if !req.claims.Empty() && now.Before(start.Add(p.leaseDuration)) {
+				t.Fatalf("at %v a claims %s while the earlier process's Lease may be live", now.Sub(start), req.claims)
+			}
+			c.wrote(now, req, "", errConflict)
+		case reqGetOwn:
+			rv++
+			annotated := held.DeepCopy()
+			annotated.ResourceVersion = strconv.Itoa(rv)
+			annotated.Annotations["example.com/note"] = strconv.Itoa(rv)
+			rec := recordOf(annotated, KeyUID, p.leaseDuration)
+			c.gotOwn(now, req, &rec, nil)
+		}
+		now = now.Add(p.renewInterval / 4)
+	}
+	if kept := c.inherited(now); !kept.Empty() {
+		t.Fatalf("%v after a first saw the earlier process's Lease, not renewed since (lease duration %v), a still keeps its range %s",
+			now.Sub(start), p.leaseDuration, kept)
 	}
 }

@@ -43,6 +43,8 @@ type leaseRecord struct {
 	// so that a renewal is seen even by a client that keeps no
 	// resourceVersions, as client-go's fake clientset.
 	version string
+	// renewed is the Lease's renewTime alone, as version has it.
+	renewed string
 	holder  string
 	// controller is the Lease's LabelController: a Lease of this name may
 	// belong to another controller's member (name-identity can collide).
@@ -60,10 +62,10 @@ type leaseRecord struct {
 // another key's hashes says nothing about the reader's hash space.
 func recordOf(l *coordinationv1.Lease, key Key, fallbackDuration time.Duration) leaseRecord {
 	r := leaseRecord{name: l.Name, rv: l.ResourceVersion, duration: fallbackDuration, key: Key(l.Annotations[AnnotationKey]), controller: l.Labels[LabelController]}
-	r.version = l.ResourceVersion
 	if l.Spec.RenewTime != nil {
-		r.version += "/" + l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+		r.renewed = l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
 	}
+	r.version = l.ResourceVersion + "/" + r.renewed
 	if l.Spec.HolderIdentity != nil {
 		r.holder = *l.Spec.HolderIdentity
 	}
