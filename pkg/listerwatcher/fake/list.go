@@ -38,6 +38,10 @@ func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Obj
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		// Close ran while the Fault hook held the request.
+		return nil, ConnectionRefused()
+	}
 	snap, after, remaining, limit, err := s.listStart(opts)
 	if err != nil {
 		return nil, err

@@ -367,7 +367,8 @@ func (s *Server) admit(ctx context.Context, verb string, opts metav1.ListOptions
 }
 
 // Close ends every open watch, waits for them and refuses later requests
-// (as connection refused).
+// (as connection refused), those a Fault hook holds while it runs included:
+// nothing of the server runs once it has returned.
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true

@@ -642,3 +642,49 @@ func TestCreateNLoadsInOneGo(t *testing.T) {
 		t.Errorf("CreateN of an existing name: %v, want AlreadyExists", err)
 	}
 }
+
+// Close waits for the watches it ends, so nothing of the server runs after
+// it returns. A request a Fault hook holds while Close runs must not be
+// served once the hook lets it go (its pump would start after Close had
+// returned, outside the wait): it is refused, as every request after Close.
+func TestCloseRefusesRequestsItOvertook(t *testing.T) {
+	for _, verb := range []string{"watch", "list"} {
+		t.Run(verb, func(t *testing.T) {
+			s := NewServer(&corev1.ConfigMapList{})
+			if _, err := s.Create(cm("a")); err != nil {
+				t.Fatal(err)
+			}
+			entered, release := make(chan struct{}), make(chan struct{})
+			s.SetFault(func(context.Context, Request) error {
+				close(entered)
+				<-release
+				return nil
+			})
+			type result struct {
+				w   watch.Interface
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				lw := s.ListerWatcher()
+				if verb == "list" {
+					_, err := lw.List(metav1.ListOptions{})
+					done <- result{err: err}
+					return
+				}
+				w, err := lw.Watch(metav1.ListOptions{})
+				done <- result{w, err}
+			}()
+			<-entered
+			s.Close()
+			close(release)
+			r := <-done
+			if r.w != nil {
+				r.w.Stop()
+			}
+			if !utilnet.IsConnectionRefused(r.err) {
+				t.Errorf("%s held by the hook while Close ran: served after Close returned (error %v), want connection refused", verb, r.err)
+			}
+		})
+	}
+}

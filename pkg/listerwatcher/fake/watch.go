@@ -82,6 +82,12 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		// Close ran while the Fault hook held the request: it has waited
+		// for every watch it knew, so this one must not start.
+		cancel()
+		return nil, ConnectionRefused()
+	}
 	w := &serverWatch{
 		s:         s,
 		ctx:       ctx,
