@@ -12,7 +12,8 @@ import (
 )
 
 // A proxy in front of an API server (here a stand-in) answers the next watch
-// of rolebindings with 410 Gone, then lets the following one through.
+// of rolebindings with 410 Gone, then lets the following one through. As
+// the API server, it answers a watch's 410 with 200 and an ERROR event.
 func Example() {
 	apiserver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "{}")
@@ -40,13 +41,15 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		fmt.Println(resp.Status)
+		fmt.Println(resp.Status, string(body))
 	}
 	s := p.Stats()
 	fmt.Println("watches:", s.Requests.Watches, "410s:", s.Faults.Gone)
 	// Output:
-	// 410 Gone
-	// 200 OK
+	// 200 OK {"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"faultproxy: the resource version has expired (injected)","reason":"Expired","code":410}}
+	//
+	// 200 OK {}
 	// watches: 2 410s: 1
 }

@@ -38,8 +38,13 @@ type FaultKind uint8
 
 // The faults a Rule can inject.
 const (
-	// Gone answers 410 with a Status of reason Expired, as the API server
-	// does for a resourceVersion or continue token that is too old.
+	// Gone answers as the API server does for a resourceVersion or continue
+	// token that is too old: a LIST (or any other request) with HTTP 410
+	// and a Status of reason Expired; a WATCH with HTTP 200 and one ERROR
+	// event carrying that Status, after which the stream ends. (The API
+	// server never answers a watch with HTTP 410, and client-go's reflector
+	// takes another path for each: the open's error goes to its watch error
+	// handler, the event's does not.)
 	Gone FaultKind = iota + 1
 	// TooManyRequests answers 429 with a Retry-After header.
 	TooManyRequests
@@ -162,10 +167,11 @@ func (in *Injection) Done() bool {
 	return in.removed
 }
 
-// writeStatus answers with a metav1.Status in JSON, the body the API server
-// sends with its errors and that client-go turns into a StatusError.
-func writeStatus(w http.ResponseWriter, f Fault, info RequestInfo) {
-	st := metav1.Status{
+// faultStatus is the metav1.Status a Gone, TooManyRequests or
+// InternalError fault answers with, as the API server words its errors,
+// and for TooManyRequests the Retry-After in seconds.
+func faultStatus(f Fault, info RequestInfo) (st *metav1.Status, retryAfter int) {
+	st = &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure,
 		Message:  f.Message,
@@ -179,20 +185,29 @@ func writeStatus(w http.ResponseWriter, f Fault, info RequestInfo) {
 			st.Message = "faultproxy: the resource version has expired (injected)"
 		}
 	case TooManyRequests:
-		secs := max(1, int((f.RetryAfter+time.Second-1)/time.Second))
+		retryAfter = max(1, int((f.RetryAfter+time.Second-1)/time.Second))
 		st.Code, st.Reason = http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests
-		st.Details = &metav1.StatusDetails{RetryAfterSeconds: int32(secs)}
+		st.Details = &metav1.StatusDetails{RetryAfterSeconds: int32(retryAfter)}
 		if st.Message == "" {
 			st.Message = "faultproxy: too many requests (injected), please try again later"
 		}
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	case InternalError:
 		st.Code, st.Reason = http.StatusInternalServerError, metav1.StatusReasonInternalError
 		if st.Message == "" {
 			st.Message = "faultproxy: internal error (injected)"
 		}
 	}
-	writeJSONStatus(w, &st)
+	return st, retryAfter
+}
+
+// writeStatus answers with a metav1.Status in JSON, the body the API server
+// sends with its errors and that client-go turns into a StatusError.
+func writeStatus(w http.ResponseWriter, f Fault, info RequestInfo) {
+	st, retryAfter := faultStatus(f, info)
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	writeJSONStatus(w, st)
 }
 
 func writeJSONStatus(w http.ResponseWriter, st *metav1.Status) {

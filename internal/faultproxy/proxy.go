@@ -1,6 +1,7 @@
 // Package faultproxy is a loopback HTTP proxy that sits between a Kubernetes
 // client and an API server and injects faults on command: it cuts open
-// watches, answers chosen requests with 410 Gone, 429 or 500, drops a
+// watches, answers chosen requests with 410 Gone (on a watch, as the API
+// server does, an ERROR event carrying the 410), 429 or 500, drops a
 // response after some bytes, replaces a response's body with bytes no client
 // decodes, expires continue tokens, delays requests and black-holes traffic.
 // It counts requests by kind (lists with limit or continue, watches,
@@ -262,6 +263,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.stats.faults[fault.Kind].Add(1)
 		switch fault.Kind {
 		case Gone, TooManyRequests, InternalError:
+			if fault.Kind == Gone && info.Verb == Watch {
+				st, _ := faultStatus(fault, info)
+				writeWatchError(w, r, st)
+				return
+			}
 			writeStatus(w, fault, info)
 			return
 		case Delay:

@@ -607,3 +607,69 @@ func TestNewRejectsBadTargets(t *testing.T) {
 		t.Error("New with a missing CA file succeeded")
 	}
 }
+
+// The API server answers a watch from a resourceVersion too old with 200
+// and one ERROR event carrying a 410 Expired Status, then ends the stream
+// (the watch cache's and etcd3's watchers both do, past admission): never
+// with an HTTP 410. client-go's reflector takes another path for each (the
+// open's error goes to the watch error handler; the event's does not), so
+// Gone on a watch must come the server's way, in the encoding the client
+// asked for.
+func TestGoneOnWatchIsAnErrorEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		contentType string
+		accept      string
+		wantType    string
+	}{
+		{"json", "application/json", "application/json", "application/json"},
+		{"protobuf", "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf;stream=watch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackend(t, nil)
+			p := newProxy(t, &rest.Config{Host: b.URL})
+			mustInject(t, p, Rule{Match: Match{Verbs: []Verb{Watch}}, Fault: Fault{Kind: Gone}, Times: 1})
+
+			req, _ := http.NewRequest(http.MethodGet, p.URL()+"/api/v1/namespaces/ns/configmaps?watch=true&resourceVersion=1", nil)
+			req.Header.Set("Accept", tc.accept)
+			resp, err := newClient(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.wantType {
+				t.Errorf("watch answered HTTP %d %q, want 200 %q with an ERROR event, as the API server", resp.StatusCode, resp.Header.Get("Content-Type"), tc.wantType)
+			}
+
+			cfg := p.ClientConfig()
+			cfg.ContentType, cfg.AcceptContentTypes = tc.contentType, tc.accept
+			mustInject(t, p, Rule{Match: Match{Verbs: []Verb{Watch}}, Fault: Fault{Kind: Gone}, Times: 1})
+			cs, err := kubernetes.NewForConfigAndClient(cfg, newClient(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := cs.CoreV1().ConfigMaps("ns").Watch(context.Background(), metav1.ListOptions{ResourceVersion: "1"})
+			if err != nil {
+				t.Fatalf("Watch through the proxy: %v, want a watch that sends an ERROR event", err)
+			}
+			defer w.Stop()
+			ev, ok := <-w.ResultChan()
+			if !ok || ev.Type != "ERROR" {
+				t.Fatalf("first event %v %T (open %v), want ERROR", ev.Type, ev.Object, ok)
+			}
+			st, isStatus := ev.Object.(*metav1.Status)
+			if err := apierrors.FromObject(ev.Object); !isStatus || !apierrors.IsResourceExpired(err) || st.Code != http.StatusGone {
+				t.Errorf("ERROR event carries %#v, want a 410 Status of reason Expired", ev.Object)
+			}
+			if ev, ok := <-w.ResultChan(); ok {
+				t.Errorf("after the ERROR event: %v, want the stream's end", ev)
+			}
+			if got := p.Stats().Faults.Gone; got != 2 {
+				t.Errorf("Faults.Gone = %d, want 2", got)
+			}
+			if got := len(b.requests()); got != 0 {
+				t.Errorf("backend got %d requests, want none: the watch never reaches it", got)
+			}
+		})
+	}
+}
