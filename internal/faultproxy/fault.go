@@ -17,6 +17,7 @@ type Match struct {
 	// Verbs the request must have one of; empty means any.
 	Verbs []Verb
 	// Resource is the plural resource name ("rolebindings"); empty means any.
+	// It matches the resource's subresources too (pods matches pods/log).
 	Resource string
 	// Predicate, when set, must also return true. It runs with the proxy's
 	// lock held: it must not call the Proxy (Stats, an Injection's Done, ...).

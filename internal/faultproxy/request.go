@@ -31,6 +31,9 @@ type RequestInfo struct {
 	Verb Verb
 	// Resource is the plural resource name; empty for NonResource requests.
 	Resource string
+	// Subresource is what follows the object's name in the path ("status",
+	// "log", "scale", ...); empty for the resource itself.
+	Subresource string
 	// Limited: a list that asks for a page (limit > 0).
 	Limited bool
 	// Continued: a list that carries a continue token.
@@ -39,14 +42,18 @@ type RequestInfo struct {
 	Streaming bool
 }
 
-// ParseRequest reads the verb and resource from a Kubernetes API path,
-// /api/v1[/watch][/namespaces/{ns}]/{resource}[/{name}[/{subresource}]] or
-// the same under /apis/{group}/{version}, and the list and watch parameters
-// from its query, as the API server's request-info parser does. As there,
+// ParseRequest reads the verb, resource and subresource from a Kubernetes
+// API path, /api/v1[/watch][/namespaces/{ns}]/{resource}[/{name}[/{subresource}]]
+// or the same under /apis/{group}/{version}, and the list and watch
+// parameters from its query, as the API server's request-info resolver
+// (k8s.io/apiserver/pkg/endpoints/request) does. As there,
 // /namespaces/{name}/status and /namespaces/{name}/finalize are
 // subresources of the namespaces resource, not a resource in namespace
-// {name}, and a bool parameter (watch, sendInitialEvents) is true when
-// present unless its value is "0" or "false" ("?watch" is a watch).
+// {name}; the watch parameter makes a watch of a GET of a collection only
+// (a GET of one object with ?watch=true is a get, and the API server
+// answers it with the object); and a bool parameter (watch,
+// sendInitialEvents) is true when present unless its value is "0" or
+// "false" ("?watch" is a watch).
 func ParseRequest(r *http.Request) RequestInfo {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	var rest []string
@@ -73,12 +80,18 @@ func ParseRequest(r *http.Request) RequestInfo {
 	}
 	info := RequestInfo{Resource: rest[0]}
 	named := len(rest) > 1
+	if len(rest) > 2 {
+		info.Subresource = rest[2]
+	}
 	q := r.URL.Query()
 
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
-		case legacyWatch || queryBool(q, "watch"):
+		// The watch parameter counts on a collection only: a GET of one
+		// object is a get whatever its query says (the API server's route
+		// serves the object), and only the legacy /watch/ prefix watches one.
+		case legacyWatch || !named && queryBool(q, "watch"):
 			info.Verb = Watch
 			info.Streaming = queryBool(q, "sendInitialEvents")
 		case named:

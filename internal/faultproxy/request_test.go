@@ -18,14 +18,14 @@ func TestParseRequest(t *testing.T) {
 		{"GET", "/api/v1/namespaces/ns/pods?limit=0&continue=x", RequestInfo{Verb: List, Resource: "pods", Continued: true}},
 		{"GET", "/api/v1/namespaces", RequestInfo{Verb: List, Resource: "namespaces"}},
 		{"GET", "/api/v1/namespaces/ns", RequestInfo{Verb: Get, Resource: "namespaces"}},
-		{"GET", "/api/v1/namespaces/ns/pods/p/log", RequestInfo{Verb: Get, Resource: "pods"}},
+		{"GET", "/api/v1/namespaces/ns/pods/p/log", RequestInfo{Verb: Get, Resource: "pods", Subresource: "log"}},
 		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=true", RequestInfo{Verb: Watch, Resource: "rolebindings"}},
 		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=1&sendInitialEvents=true", RequestInfo{Verb: Watch, Resource: "rolebindings", Streaming: true}},
 		{"GET", "/apis/rbac.authorization.k8s.io/v1/rolebindings?watch=false&limit=5", RequestInfo{Verb: List, Resource: "rolebindings", Limited: true}},
 		{"GET", "/apis/apps/v1/watch/namespaces/ns/deployments", RequestInfo{Verb: Watch, Resource: "deployments"}},
 		{"POST", "/apis/apps/v1/namespaces/ns/deployments", RequestInfo{Verb: Create, Resource: "deployments"}},
 		{"PUT", "/apis/apps/v1/namespaces/ns/deployments/d", RequestInfo{Verb: Update, Resource: "deployments"}},
-		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/status", RequestInfo{Verb: Patch, Resource: "deployments"}},
+		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/status", RequestInfo{Verb: Patch, Resource: "deployments", Subresource: "status"}},
 		{"DELETE", "/apis/apps/v1/namespaces/ns/deployments/d", RequestInfo{Verb: Delete, Resource: "deployments"}},
 		{"DELETE", "/apis/apps/v1/namespaces/ns/deployments", RequestInfo{Verb: DeleteCollection, Resource: "deployments"}},
 		{"GET", "/version", RequestInfo{Verb: NonResource}},
@@ -78,10 +78,10 @@ func TestParseRequestNamespaceSubresources(t *testing.T) {
 		method, target string
 		want           RequestInfo
 	}{
-		{"GET", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Get, Resource: "namespaces"}},
-		{"PUT", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Update, Resource: "namespaces"}},
-		{"PUT", "/api/v1/namespaces/foo/finalize", RequestInfo{Verb: Update, Resource: "namespaces"}},
-		{"PATCH", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Patch, Resource: "namespaces"}},
+		{"GET", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Get, Resource: "namespaces", Subresource: "status"}},
+		{"PUT", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Update, Resource: "namespaces", Subresource: "status"}},
+		{"PUT", "/api/v1/namespaces/foo/finalize", RequestInfo{Verb: Update, Resource: "namespaces", Subresource: "finalize"}},
+		{"PATCH", "/api/v1/namespaces/foo/status", RequestInfo{Verb: Patch, Resource: "namespaces", Subresource: "status"}},
 		// Any other word after the name is a resource in that namespace.
 		{"GET", "/api/v1/namespaces/foo/configmaps", RequestInfo{Verb: List, Resource: "configmaps"}},
 		{"GET", "/api/v1/namespaces/foo/statuses", RequestInfo{Verb: List, Resource: "statuses"}},
@@ -119,6 +119,33 @@ func TestParseRequestBoolQueryLikeAPIServer(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, target, nil)
 		if got := ParseRequest(r); got != tc.want {
 			t.Errorf("GET %s: got %+v, want %+v", target, got, tc.want)
+		}
+	}
+}
+
+// A GET of one object is a get, whatever its query says: the API server's
+// request-info resolver (k8s.io/apiserver/pkg/endpoints/request) reads the
+// watch parameter only for a request without a name, and the route serves
+// the object itself. Only the legacy /watch/ prefix watches one object. The
+// part after the name is the subresource.
+func TestParseRequestNamedObjects(t *testing.T) {
+	for _, tc := range []struct {
+		method, target string
+		want           RequestInfo
+	}{
+		{"GET", "/api/v1/namespaces/ns/configmaps/cm?watch=true", RequestInfo{Verb: Get, Resource: "configmaps"}},
+		{"GET", "/api/v1/namespaces/ns/configmaps/cm?watch", RequestInfo{Verb: Get, Resource: "configmaps"}},
+		{"GET", "/apis/apps/v1/namespaces/ns/deployments/d/status?watch=1", RequestInfo{Verb: Get, Resource: "deployments", Subresource: "status"}},
+		{"GET", "/api/v1/namespaces/ns?watch=true", RequestInfo{Verb: Get, Resource: "namespaces"}},
+		{"GET", "/api/v1/watch/namespaces/ns/configmaps/cm", RequestInfo{Verb: Watch, Resource: "configmaps"}},
+		{"GET", "/api/v1/namespaces/ns/pods/p/log", RequestInfo{Verb: Get, Resource: "pods", Subresource: "log"}},
+		{"PUT", "/api/v1/namespaces/foo/finalize", RequestInfo{Verb: Update, Resource: "namespaces", Subresource: "finalize"}},
+		{"PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/scale", RequestInfo{Verb: Patch, Resource: "deployments", Subresource: "scale"}},
+		{"GET", "/api/v1/namespaces/ns/configmaps?watch=true", RequestInfo{Verb: Watch, Resource: "configmaps"}},
+	} {
+		r := httptest.NewRequest(tc.method, tc.target, nil)
+		if got := ParseRequest(r); got != tc.want {
+			t.Errorf("%s %s: got %+v, want %+v", tc.method, tc.target, got, tc.want)
 		}
 	}
 }

@@ -123,4 +123,23 @@ var _ = Describe("the fault proxy next to the API server", func() {
 			Expect(in.Done()).To(BeTrue())
 		}
 	})
+
+	It("counts a GET of one object with ?watch=true as the API server serves it: a get", func(ctx context.Context) {
+		ns := createNamespace(ctx, "proxy-get")
+		_, err := clientset.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		proxy, err := faultproxy.New(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(proxy.Close)
+
+		before := proxy.Stats().Requests
+		body, err := kubernetes.NewForConfigOrDie(proxy.ClientConfig()).CoreV1().RESTClient().Get().
+			AbsPath("/api/v1/namespaces", ns, "configmaps", "cm").Param("watch", "true").
+			SetHeader("Accept", runtime.ContentTypeJSON).DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(body)).To(HavePrefix(`{"kind":"ConfigMap"`), "the API server answers with the object, not a watch stream")
+		after := proxy.Stats().Requests
+		Expect(after.Watches - before.Watches).To(BeZero())
+		Expect(after.Other - before.Other).To(Equal(int64(1)))
+	})
 })
