@@ -52,7 +52,9 @@ const (
 	// InternalError answers 500 with a Status of reason InternalError.
 	InternalError
 	// Disconnect forwards the request and drops the connection after
-	// AfterBytes bytes of the response body: the client sees a body cut short.
+	// AfterBytes bytes of the response body: the client sees a body cut
+	// short. A body of at most AfterBytes bytes goes through whole (the rule
+	// is used up all the same, but Stats counts no disconnect).
 	Disconnect
 	// Delay waits Delay before forwarding the request.
 	Delay
@@ -154,7 +156,8 @@ func (in *Injection) removeLocked() {
 	in.p.rules = slices.DeleteFunc(in.p.rules, func(x *Injection) bool { return x == in })
 }
 
-// Hits is the number of requests the rule has affected so far.
+// Hits is the number of requests the rule has been applied to so far (a
+// Disconnect counts even when the body was too short to cut).
 func (in *Injection) Hits() int {
 	in.p.mu.Lock()
 	defer in.p.mu.Unlock()

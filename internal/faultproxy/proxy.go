@@ -260,7 +260,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body := response{limit: -1}
 	if fault, ok := p.take(r, info); ok {
-		p.stats.faults[fault.Kind].Add(1)
+		// Disconnect and Garble are counted by forward, when they happen.
+		if fault.Kind != Disconnect && fault.Kind != Garble {
+			p.stats.faults[fault.Kind].Add(1)
+		}
 		switch fault.Kind {
 		case Gone, TooManyRequests, InternalError:
 			if fault.Kind == Gone && info.Verb == Watch {
@@ -357,7 +360,8 @@ func (p *Proxy) waitWhileHeld(ctx context.Context, r *http.Request, info Request
 
 // forward sends the request upstream and streams the response back, flushing
 // every chunk. With limit >= 0 it drops the connection once limit bytes of
-// body have gone through. When ctx ends (a cut, Close) or the upstream body
+// body have gone through and more follow (a body that ends within the limit
+// goes through whole, and no cut is counted). When ctx ends (a cut, Close) or the upstream body
 // fails, the client's connection is dropped so that it sees a broken stream,
 // not a clean end.
 func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, info RequestInfo, body response) {
@@ -392,6 +396,7 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 	removeHopHeaders(w.Header())
 	if body.garble {
+		p.stats.faults[Garble].Add(1)
 		w.Header().Set("Content-Length", strconv.Itoa(len(garbledBody)))
 		w.WriteHeader(resp.StatusCode)
 		_, _ = w.Write(garbledBody)
@@ -425,6 +430,7 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 			}
 			sent += int64(len(chunk))
 			if cut {
+				p.stats.faults[Disconnect].Add(1)
 				panic(http.ErrAbortHandler)
 			}
 		}

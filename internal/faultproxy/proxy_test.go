@@ -673,3 +673,52 @@ func TestGoneOnWatchIsAnErrorEvent(t *testing.T) {
 		})
 	}
 }
+
+// Disconnects counts responses the proxy cut: a body that ends within
+// AfterBytes goes through whole, and nothing was cut.
+func TestDisconnectCountsOnlyCuts(t *testing.T) {
+	const body = "0123456789" // 10 bytes
+	b := newBackend(t, map[string]http.HandlerFunc{rbPath: func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, body)
+	}})
+	p := newProxy(t, &rest.Config{Host: b.URL})
+	c := newClient(t)
+	for _, after := range []int64{25, 10} {
+		mustInject(t, p, Rule{Match: Match{Resource: "rolebindings"}, Fault: Fault{Kind: Disconnect, AfterBytes: after}, Times: 1})
+		if _, got := get(t, c, p.URL()+rbPath); string(got) != body {
+			t.Errorf("AfterBytes %d: body %q, want all of %q", after, got, body)
+		}
+	}
+	if got := p.Stats().Faults.Disconnects; got != 0 {
+		t.Errorf("Faults.Disconnects = %d after two whole bodies, want 0", got)
+	}
+	mustInject(t, p, Rule{Match: Match{Resource: "rolebindings"}, Fault: Fault{Kind: Disconnect, AfterBytes: 9}, Times: 1})
+	resp, err := c.Get(p.URL() + rbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil || string(got) != body[:9] {
+		t.Errorf("AfterBytes 9: body %q, error %v; want 9 bytes and a broken stream", got, err)
+	}
+	if got := p.Stats().Faults.Disconnects; got != 1 {
+		t.Errorf("Faults.Disconnects = %d after one cut, want 1", got)
+	}
+}
+
+// Garbled counts responses whose body the proxy replaced: when the API
+// server cannot be reached there is no body to garble (the client gets the
+// proxy's 502).
+func TestGarbleCountsOnlyReplacedBodies(t *testing.T) {
+	b := newBackend(t, nil)
+	p := newProxy(t, &rest.Config{Host: b.URL})
+	b.Close()
+	mustInject(t, p, Rule{Match: Match{Resource: "rolebindings"}, Fault: Fault{Kind: Garble}, Times: 1})
+	if resp, _ := get(t, newClient(t), p.URL()+rbPath); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("status %d, want the proxy's 502", resp.StatusCode)
+	}
+	if got := p.Stats().Faults.Garbled; got != 0 {
+		t.Errorf("Faults.Garbled = %d for a 502, want 0", got)
+	}
+}

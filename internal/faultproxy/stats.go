@@ -30,13 +30,16 @@ type FaultCounts struct {
 	Gone            int64
 	TooManyRequests int64
 	InternalError   int64
-	Disconnects     int64
-	Delays          int64
+	// Disconnects counts responses cut short: a Disconnect whose response
+	// body ended within AfterBytes went through whole and is not counted.
+	Disconnects int64
+	Delays      int64
 	// WatchesCut counts watch connections CutWatches dropped.
 	WatchesCut int64
 	// BlackHoled counts requests and open responses a black hole held.
 	BlackHoled int64
-	// Garbled counts responses Garble replaced with an undecodable body.
+	// Garbled counts responses Garble replaced with an undecodable body
+	// (not a request the API server could not be asked, which gets a 502).
 	Garbled int64
 }
 
