@@ -17,14 +17,21 @@ import (
 	"k8s.io/client-go/rest"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
 
-// crTestMetrics is the one metrics set the tests of this package register
-// on controller-runtime's registry (NewCacheWith registers its set there,
-// and a second set would be refused).
-var crTestMetrics = metrics.New()
+// withCRRegistry gives controller-runtime's global metrics registry, where
+// NewCacheWith registers its metrics set, a fresh registry for the rest of
+// the test: a set other than metrics.Default registered there for good
+// would make every later NewCache (ExampleNewCache's) fail to register
+// Default.
+func withCRRegistry(t *testing.T) {
+	saved := crmetrics.Registry
+	crmetrics.Registry = prometheus.NewRegistry()
+	t.Cleanup(func() { crmetrics.Registry = saved })
+}
 
 // octopus is a CRD's kind whose plural is not the guessed one.
 var octopus = schema.GroupVersionKind{Group: "sea.example.com", Version: "v1", Kind: "Octopus"}
@@ -144,7 +151,9 @@ func TestNewCacheWithoutAMapperLabelsMetricsWithTheServersResources(t *testing.T
 	getInformers(c)
 
 	ours := newDiscoveryServer(t)
-	c, err = NewCacheWith(WithMetrics(crTestMetrics))(ours.config(), crcache.Options{})
+	withCRRegistry(t)
+	m := metrics.New()
+	c, err = NewCacheWith(WithMetrics(m))(ours.config(), crcache.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +163,7 @@ func TestNewCacheWithoutAMapperLabelsMetricsWithTheServersResources(t *testing.T
 		inf.(*SharedIndexInformer).metrics.prom.SetStoreObjects(1)
 		defer inf.(*SharedIndexInformer).metrics.prom.Close()
 	}
-	if got, want := storeObjectsResources(t, crTestMetrics), []string{"configmaps", "octopodes"}; !slices.Equal(got, want) {
+	if got, want := storeObjectsResources(t, m), []string{"configmaps", "octopodes"}; !slices.Equal(got, want) {
 		t.Errorf("store_objects series of resources %q, want %q", got, want)
 	}
 	if got, want := ours.counts(), theirs.counts(); !maps.Equal(got, want) {
