@@ -25,14 +25,15 @@ import (
 	"github.com/leaninformer/leaninformer/pkg/codec"
 )
 
-// gathered reads one series of a registry: the value of metric name whose
-// labels include want.
-func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+// matching returns the series of metric name in reg whose labels include
+// want.
+func matching(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) []*dto.Metric {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []*dto.Metric
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -48,10 +49,37 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[stri
 					continue series
 				}
 			}
-			return value(m)
+			out = append(out, m)
 		}
 	}
-	return 0
+	return out
+}
+
+// series says whether reg has a series of metric name whose labels
+// include want, and the first one's value.
+func series(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	if ms := matching(t, reg, name, want); len(ms) > 0 {
+		return value(ms[0]), true
+	}
+	return 0, false
+}
+
+// gathered is series' value, 0 when there is none.
+func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	v, _ := series(t, reg, name, want)
+	return v
+}
+
+// sumOf adds up every series of metric name whose labels include want.
+func sumOf(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
+	var sum float64
+	for _, m := range matching(t, reg, name, want) {
+		sum += value(m)
+	}
+	return sum
 }
 
 // registeredMetrics returns a metrics set registered on a registry of its
@@ -567,31 +595,6 @@ func TestStoreObjectsCountsObjectsWhoseNotificationFailed(t *testing.T) {
 	}
 }
 
-// sumOf adds up every series of metric name whose labels include want.
-func sumOf(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
-					continue series
-				}
-			}
-			sum += value(m)
-		}
-	}
-	return sum
-}
-
 // leaninformer_restarts_total counts the full lists begun, as
 // docs/observability.md says: a restart is counted when its first page
 // arrives, and again, under the failure's reason, each time a failure after
@@ -665,35 +668,6 @@ func TestRestartsCountListsBegun(t *testing.T) {
 			}
 		})
 	}
-}
-
-// series says whether reg has a series of metric name whose labels
-// include want, and its value.
-func series(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue next
-				}
-			}
-			return value(m), true
-		}
-	}
-	return 0, false
 }
 
 // The informers of one resource (a multi-namespace cache's, one per
