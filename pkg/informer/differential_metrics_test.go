@@ -52,6 +52,24 @@ func (p *routingProvider) NewStoreResourceVersionMetric(id toolscache.InformerNa
 	return &p.forName(id.Name()).rv
 }
 
+// providerOptions returns the options of one informer of the test,
+// named after it, with client-go's metrics going to a fake provider of its
+// own or, with global, to the process-wide one; and that provider.
+func providerOptions(t *testing.T, global bool, informer string) (toolscache.SharedIndexInformerOptions, *fakeProvider) {
+	t.Helper()
+	n, err := toolscache.NewInformerName(t.Name() + "/" + informer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Release)
+	opts := toolscache.SharedIndexInformerOptions{Identifier: n.WithResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})}
+	if global {
+		return opts, globalMetrics.forName(opts.Identifier.Name())
+	}
+	opts.InformerMetricsProvider = &fakeProvider{}
+	return opts, opts.InformerMetricsProvider.(*fakeProvider)
+}
+
 // Issue 15, item 1: with an Identifier, client-go's three informer metrics
 // (store resourceVersion, queued items, processing latency) are published
 // through the provider given in the options or, without one, through the
@@ -66,21 +84,8 @@ func TestDifferentialClientGoMetrics(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := newServer(t, 5)
-			options := func(informer string) (toolscache.SharedIndexInformerOptions, *fakeProvider) {
-				n, err := toolscache.NewInformerName(t.Name() + "/" + informer)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(n.Release)
-				opts := toolscache.SharedIndexInformerOptions{Identifier: n.WithResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})}
-				if global {
-					return opts, globalMetrics.forName(opts.Identifier.Name())
-				}
-				opts.InformerMetricsProvider = &fakeProvider{}
-				return opts, opts.InformerMetricsProvider.(*fakeProvider)
-			}
-			ourOpts, ourMetrics := options("ours")
-			theirOpts, theirMetrics := options("client-go")
+			ourOpts, ourMetrics := providerOptions(t, global, "ours")
+			theirOpts, theirMetrics := providerOptions(t, global, "client-go")
 			ours := NewSharedIndexInformerWithOptions(s.ListerWatcher(), &corev1.ConfigMap{}, ourOpts, WithBackoff(fastBackoff), WithMetrics(nil))
 			theirs := toolscache.NewSharedIndexInformerWithOptions(s.ListerWatcher(), &corev1.ConfigMap{}, theirOpts)
 			run(t, ours)
@@ -168,21 +173,8 @@ func TestDifferentialClientGoStoreResourceVersionAfterListWithoutOne(t *testing.
 		}
 		t.Run(name, func(t *testing.T) {
 			s := newServer(t, 5)
-			options := func(informer string) (toolscache.SharedIndexInformerOptions, *fakeProvider) {
-				n, err := toolscache.NewInformerName(t.Name() + "/" + informer)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(n.Release)
-				opts := toolscache.SharedIndexInformerOptions{Identifier: n.WithResource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})}
-				if global {
-					return opts, globalMetrics.forName(opts.Identifier.Name())
-				}
-				opts.InformerMetricsProvider = &fakeProvider{}
-				return opts, opts.InformerMetricsProvider.(*fakeProvider)
-			}
-			ourOpts, ourMetrics := options("ours")
-			theirOpts, theirMetrics := options("client-go")
+			ourOpts, ourMetrics := providerOptions(t, global, "ours")
+			theirOpts, theirMetrics := providerOptions(t, global, "client-go")
 			lw := &blankListRV{ListerWatcher: s.ListerWatcher(), replay: tc.replay}
 			ours := NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, ourOpts, WithBackoff(fastBackoff), WithMetrics(nil))
 			theirs := toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.ConfigMap{}, theirOpts)
