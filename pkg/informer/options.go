@@ -188,9 +188,12 @@ func WithStrategy(s Strategy) Option {
 // LISTs, within the burst of 10 requests that client-go's default rate limit
 // allows, each page holding at most 16 MiB of decoded objects (2.5% of the
 // collection past 640 MiB, up to 64 MiB), but never fewer objects than the
-// first asked for, whatever they weigh (see the listerwatcher package). Streamed
-// objects are handed to the store in batches of at most
-// listerwatcher.MaxStreamingBatch, fewer if the page size is smaller.
+// first asked for, whatever they weigh (see the listerwatcher package). With
+// it or without, a list whose continue token expires twice in a row (it is
+// slower than etcd's compaction) is taken in one LIST without a limit, as
+// client-go's pager takes it at the first expiry. Streamed objects are
+// handed to the store in batches of at most listerwatcher.MaxStreamingBatch,
+// fewer if the page size is smaller.
 func WithPageSize(n int64) Option {
 	return func(c *config) { c.pageSize = &n }
 }
