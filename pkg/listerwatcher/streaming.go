@@ -33,7 +33,6 @@ func (m *machine) stream(ctx context.Context, p streaming) phase {
 	}
 	p, rv, op, err := m.streamInitial(ctx, w, p)
 	if err == nil {
-		w.live, w.initial = m.clock.Now(), w.events
 		return watching{rv: rv, stream: w}
 	}
 	w.Stop()
@@ -130,6 +129,10 @@ func (m *machine) streamInitial(ctx context.Context, w *openWatch, p streaming) 
 				if err := deliver(Event{Type: RestartPage, Objects: batch, Strategy: StreamingList}); err != nil {
 					return p, "", OpConsume, err
 				}
+				// The stream follows changes from here: a very short watch
+				// counts from now. Set before RestartDone goes out, so that
+				// a consumer that has it knows the count has begun.
+				w.live, w.initial = m.clock.Now(), w.events
 				if err := deliver(Event{Type: RestartDone, ResourceVersion: rv, Strategy: StreamingList}); err != nil {
 					return p, "", OpConsume, err
 				}
