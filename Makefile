@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?= -count=1 -race -timeout 45m
 # hack/envtest-binaries.sh builds (once) and prints the cached folder.
 ASSETS = $(or $(KUBEBUILDER_ASSETS),$(shell hack/envtest-binaries.sh))
 
-.PHONY: all test unit vet lint envtest-binaries bench docs load shard-bench chaos clean
+.PHONY: all test unit vet lint pins envtest-binaries bench docs load shard-bench chaos clean
 
 all: test
 
@@ -32,7 +32,16 @@ lint:
 # how long that last step took. pkg/intern's tests run once more without the
 # race detector, which turns off the runtime's tiny allocator, the case
 # TestTableForgetsShortValues is about.
-test: vet lint
+# pins: the versions of Kubernetes we build and test against, as the build
+# resolves them (a new dependency can raise them through go.mod's minimal
+# version selection, and a replace can swap them). Change them here and in
+# go.mod together, on purpose.
+PINS := k8s.io/api v0.37.2|k8s.io/apimachinery v0.37.2|k8s.io/client-go v0.37.2|sigs.k8s.io/controller-runtime v0.25.2
+pins:
+	@got="$$($(GO) list -m -f '{{.Path}} {{.Version}}{{with .Replace}} => {{.Path}} {{.Version}}{{end}}' k8s.io/api k8s.io/apimachinery k8s.io/client-go sigs.k8s.io/controller-runtime | paste -sd'|')"; \
+	test "$$got" = "$(PINS)" || { echo "pins: the build resolves '$$got', want '$(PINS)'" >&2; exit 1; }
+
+test: vet lint pins
 	@assets="$(ASSETS)"; test -n "$$assets" || { echo "no envtest binaries" >&2; exit 1; }; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test $(GO_TEST_FLAGS) ./... && \
