@@ -151,13 +151,17 @@ func TestWatchTimeoutIsRandomisedBetweenMinAndTwiceMin(t *testing.T) {
 // on watches, as controller-runtime's ListerWatcher may.
 type selectorLW struct{ *fake.ListerWatcher }
 
+// everyObject is selectorLW's label selector: the fake server applies it,
+// and it selects every object of these tests (none has the label app).
+const everyObject = "app!=x"
+
 func (lw selectorLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
-	opts.LabelSelector = "app=x"
+	opts.LabelSelector = everyObject
 	return lw.ListerWatcher.ListWithContext(ctx, opts)
 }
 
 func (lw selectorLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.LabelSelector = "app=x"
+	opts.LabelSelector = everyObject
 	opts.AllowWatchBookmarks = false
 	return lw.ListerWatcher.WatchWithContext(ctx, opts)
 }
@@ -174,9 +178,9 @@ func TestListWatchKeepsWhatTheListerWatcherAdds(t *testing.T) {
 	// With a selector the server does not say how many objects remain: the
 	// second page doubles the first.
 	want := []metav1.ListOptions{
-		{LabelSelector: "app=x", Limit: 500},
-		{LabelSelector: "app=x", Limit: 1000, Continue: reqs[1].Options.Continue},
-		{LabelSelector: "app=x", ResourceVersion: srv.ResourceVersion()},
+		{LabelSelector: everyObject, Limit: 500},
+		{LabelSelector: everyObject, Limit: 1000, Continue: reqs[1].Options.Continue},
+		{LabelSelector: everyObject, ResourceVersion: srv.ResourceVersion()},
 	}
 	for i := range want {
 		if reqs[i].Options != want[i] {

@@ -7,11 +7,21 @@
 // increasing resourceVersions, keeps a multi-version history until Compact,
 // and answers LIST and WATCH the way a kube-apiserver does:
 //
+//   - LIST and WATCH apply labelSelector (labels.Parse syntax) and
+//     fieldSelector on metadata.name and metadata.namespace, the fields every
+//     resource indexes; a selector that does not parse, or a field selector
+//     on any other field (spec.nodeName of Pods, for instance), answers 400
+//     BadRequest with the API server's message. A watch sees a change
+//     through its selectors: an object that starts matching comes as ADDED,
+//     one that stops matching as DELETED with its last matching state at the
+//     change's resourceVersion. Shard selectors are recorded, not applied.
 //   - LIST pages with limit and opaque continue tokens read a consistent
 //     snapshot at the first page's resourceVersion; a page costs O(page), so
-//     100,000 objects stay fast. A page that others follow says how many
-//     objects remain (remainingItemCount), except when the request has a
-//     label or field selector. resourceVersion="0" ignores the limit (the
+//     100,000 objects stay fast. With a selector a page holds up to limit
+//     selected objects and is followed by others while any object remains
+//     after it, selected or not, so the last page may be empty. A page that
+//     others follow says how many objects remain (remainingItemCount),
+//     except when the request has a label or field selector. resourceVersion="0" ignores the limit (the
 //     watch cache does), an unknown future resourceVersion answers "Too large
 //     resource version", and a resourceVersionMatch or resourceVersion sent
 //     together with continue is rejected.
@@ -37,8 +47,7 @@
 //
 // Faults are injected per request with SetFault, and on open watches with
 // CloseWatches, SendWatchError, SendBookmark and SendWatchEvent. Every
-// request is logged (Requests) for assertions. Label and field selectors are
-// recorded but not applied.
+// request is logged (Requests) for assertions.
 //
 // Objects handed out are deep copies, as a client decoding a response would
 // get; objects handed in are copied too, so callers may reuse them.

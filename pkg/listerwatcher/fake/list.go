@@ -30,10 +30,22 @@ const (
 var listGK = schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}
 
 // list serves a LIST: a page of at most opts.Limit objects of a consistent
-// snapshot, in key order. A page followed by others says how many remain
-// (remainingItemCount), as the API server does for lists without selectors.
+// snapshot that the request's selectors select, in key order. A page is
+// followed by others when objects remain after it, selected or not, as with
+// the watch cache and etcd3's store; it says how many remain
+// (remainingItemCount) only for lists without selectors.
 func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	if err := s.admit(ctx, "list", opts); err != nil {
+		return nil, err
+	}
+	sel, err := parseSelection(opts)
+	if err != nil {
+		return nil, err
+	}
+	if errs := validateList(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(listGK, "", errs)
+	}
+	if err := sel.checkFields(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -65,7 +77,9 @@ func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Obj
 			next = encodeContinue(snap, remaining-limit, keys[i-1])
 			break
 		}
-		found = append(found, v)
+		if sel.matches(v.obj) {
+			found = append(found, v)
+		}
 	}
 	list, err := s.newList(found)
 	if err != nil {
@@ -74,7 +88,7 @@ func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Obj
 	lm, _ := meta.ListAccessor(list)
 	lm.SetResourceVersion(formatRV(snap))
 	lm.SetContinue(next)
-	if next != "" && opts.LabelSelector == "" && opts.FieldSelector == "" {
+	if next != "" && sel == nil {
 		// The API server cannot count what selectors would filter, so it
 		// leaves the count out for them.
 		lm.SetRemainingItemCount(new(remaining - limit))
@@ -102,14 +116,11 @@ func (s *Server) countAfter(snap uint64, key string) int64 {
 	return n
 }
 
-// listStart validates opts as the API server does and returns the snapshot
-// to read, the key to start after, how many objects of the snapshot follow
+// listStart checks opts against the server's state and returns the
+// snapshot to read, the key to start after, how many objects of the snapshot follow
 // that key (-1 for a first page: count them) and the page limit (0: no
 // limit).
 func (s *Server) listStart(opts metav1.ListOptions) (snap uint64, after string, remaining, limit int64, err error) {
-	if errs := validateList(opts); len(errs) > 0 {
-		return 0, "", 0, 0, apierrors.NewInvalid(listGK, "", errs)
-	}
 	limit = opts.Limit
 	if opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {

@@ -60,8 +60,9 @@ type version struct {
 }
 
 type change struct {
-	typ watch.EventType
-	v   *version
+	typ  watch.EventType
+	v    *version
+	prev *version // for a MODIFIED v, the version it replaced
 }
 
 // Request is one LIST or WATCH call as the server received it.
@@ -243,10 +244,14 @@ func (s *Server) commit(typ watch.EventType, key string, obj runtime.Object, m m
 	v := &version{obj: obj, rv: s.rv, deleted: typ == watch.Deleted, older: head}
 	s.heads[key] = v
 	c := change{typ: typ, v: v}
+	if typ == watch.Modified {
+		// Kept here: Compact cuts the chain of older versions.
+		c.prev = head
+	}
 	s.history = append(s.history, c)
 	for w := range s.watches {
 		if v.rv > w.after {
-			w.enqueue(queued{typ: typ, v: v})
+			w.enqueue(queued{typ: typ, v: v, prev: c.prev})
 		}
 	}
 }

@@ -31,7 +31,8 @@ type serverWatch struct {
 	stopOnce  sync.Once
 	done      chan struct{}
 	bookmarks bool
-	after     uint64 // send no change or bookmark older than it: the requested future rv
+	after     uint64     // send no change or bookmark older than it: the requested future rv
+	sel       *selection // the request's selectors; nil selects every object
 
 	// Guarded by s.mu.
 	initial     bool   // initial state still to send
@@ -45,6 +46,7 @@ type serverWatch struct {
 type queued struct {
 	typ  watch.EventType
 	v    *version       // a stored version, sent as a deep copy
+	prev *version       // for a MODIFIED v, the version it replaced
 	obj  runtime.Object // else an object sent as is
 	last bool           // end the watch after this event
 }
@@ -57,6 +59,10 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 	if err := s.admit(ctx, "watch", opts); err != nil {
 		return nil, err
 	}
+	sel, err := parseSelection(opts)
+	if err != nil {
+		return nil, err
+	}
 	sendInitial, match := opts.SendInitialEvents, opts.ResourceVersionMatch
 	if s.noWatchList {
 		sendInitial, match = nil, ""
@@ -64,9 +70,11 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 	if errs := validateWatch(sendInitial, match); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(listGK, "", errs)
 	}
+	if err := sel.checkFields(); err != nil {
+		return nil, err
+	}
 	var rv uint64
 	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-		var err error
 		if rv, err = parseRV(opts.ResourceVersion); err != nil {
 			return nil, err
 		}
@@ -97,6 +105,7 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		bookmarks: opts.AllowWatchBookmarks,
+		sel:       sel,
 	}
 	switch {
 	case rv > s.rv && sendInitial != nil && *sendInitial:
@@ -123,7 +132,7 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 	default:
 		i := sort.Search(len(s.history), func(i int) bool { return s.history[i].v.rv > rv })
 		for _, c := range s.history[i:] {
-			w.enqueue(queued{typ: c.typ, v: c.v})
+			w.enqueue(queued{typ: c.typ, v: c.v, prev: c.prev})
 		}
 	}
 	if s.drops != drops {
@@ -194,6 +203,9 @@ func (w *serverWatch) pump() {
 	for {
 		batch, end := w.s.nextInitial(w)
 		for _, v := range batch {
+			if !w.sel.matches(v.obj) {
+				continue
+			}
 			if !w.send(watch.Event{Type: watch.Added, Object: v.obj.DeepCopyObject()}) {
 				return
 			}
@@ -207,14 +219,45 @@ func (w *serverWatch) pump() {
 		if !ok {
 			return
 		}
-		ev := watch.Event{Type: q.typ, Object: q.obj}
-		if q.v != nil {
-			ev.Object = q.v.obj.DeepCopyObject()
+		if ev, ok := w.event(q); ok && !w.send(ev) {
+			return
 		}
-		if !w.send(ev) || q.last {
+		if q.last {
 			return
 		}
 	}
+}
+
+// event returns the event q makes for this watch, false for none: a change
+// is seen through the watch's selectors as the API server's watch cache and
+// etcd3 watchers see it. An object that starts matching comes as ADDED, one
+// that stops matching as DELETED with its last matching state at the
+// change's resourceVersion.
+func (w *serverWatch) event(q queued) (watch.Event, bool) {
+	if q.v == nil {
+		return watch.Event{Type: q.typ, Object: q.obj}, true
+	}
+	if w.sel == nil {
+		return watch.Event{Type: q.typ, Object: q.v.obj.DeepCopyObject()}, true
+	}
+	// A deletion's version holds the object's last state.
+	now := q.typ != watch.Deleted && w.sel.matches(q.v.obj)
+	before := q.typ == watch.Deleted && w.sel.matches(q.v.obj) ||
+		q.typ == watch.Modified && q.prev != nil && w.sel.matches(q.prev.obj)
+	switch {
+	case now && before:
+		return watch.Event{Type: watch.Modified, Object: q.v.obj.DeepCopyObject()}, true
+	case now:
+		return watch.Event{Type: watch.Added, Object: q.v.obj.DeepCopyObject()}, true
+	case before && q.typ == watch.Deleted:
+		return watch.Event{Type: watch.Deleted, Object: q.v.obj.DeepCopyObject()}, true
+	case before:
+		last := q.prev.obj.DeepCopyObject()
+		m, _ := meta.Accessor(last)
+		m.SetResourceVersion(formatRV(q.v.rv))
+		return watch.Event{Type: watch.Deleted, Object: last}, true
+	}
+	return watch.Event{}, false
 }
 
 // nextInitial returns the next batch of the watch's initial state; end
