@@ -725,3 +725,70 @@ func TestGaugesOfAResourceEndWithItsLastInformer(t *testing.T) {
 		t.Errorf("synced = %v for a new informer, want 1", v)
 	}
 }
+
+// A handler's pending series ends with the handler: removed
+// (RemoveEventHandler), or its informer stopped. Handlers of one type on
+// two informers of a resource share the series, and the first to go leaves
+// it to the other.
+func TestHandlerPendingSeriesEndWithTheHandler(t *testing.T) {
+	m, reg := registeredMetrics(t)
+	s := newServer(t, 3)
+	infA, infB := newInformer(s, 0, WithMetrics(m)), newInformer(s, 0, WithMetrics(m))
+	recA, recB := newRecorder(), newRecorder()
+	var funcsCalls sync.WaitGroup
+	funcsCalls.Add(3)
+	funcs := toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { funcsCalls.Done() }}
+	funcsReg, err := infA.AddEventHandler(funcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for inf, rec := range map[*SharedIndexInformer]*recorder{infA: recA, infB: recB} {
+		if _, err := inf.AddEventHandler(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopA, stopB := run(t, infA), run(t, infB)
+	waitSynced(t, infA, infB)
+	eventually(t, "initial lists delivered", func() bool { return recA.len() == 3 && recB.len() == 3 })
+	funcsCalls.Wait()
+
+	cm := map[string]string{"group": "", "version": "v1", "resource": "configmaps"}
+	handler := func(name string) map[string]string {
+		out := map[string]string{"handler": name}
+		for k, v := range cm {
+			out[k] = v
+		}
+		return out
+	}
+	recorderLabels := handler("github.com/leaninformer/leaninformer/pkg/informer.recorder")
+	funcsLabels := handler(handlerName(funcs))
+	pending := func(labels map[string]string) (float64, bool) {
+		return series(t, reg, "leaninformer_handler_pending_notifications", labels)
+	}
+	for _, l := range []map[string]string{recorderLabels, funcsLabels} {
+		if _, ok := pending(l); !ok {
+			t.Fatalf("no pending series for %s while it is registered", l["handler"])
+		}
+	}
+
+	if err := infA.RemoveEventHandler(funcsReg); err != nil {
+		t.Fatal(err)
+	}
+	<-funcsReg.(*listener).ShutdownChan()
+	if v, ok := pending(funcsLabels); ok {
+		t.Errorf("pending{%s} = %v after RemoveEventHandler, want no series", funcsLabels["handler"], v)
+	}
+
+	stopA()
+	if _, ok := pending(recorderLabels); !ok {
+		t.Error("pending series of the recorder handlers gone while informer B's runs")
+	}
+	mustCreate(t, s, configMap("live"))
+	eventually(t, "B's live notification", func() bool { return recB.len() == 4 })
+	eventually(t, "B's pending notifications to drain", func() bool { v, _ := pending(recorderLabels); return v == 0 })
+
+	stopB()
+	if v, ok := pending(recorderLabels); ok {
+		t.Errorf("pending{recorder} = %v after both informers stopped, want no series", v)
+	}
+}

@@ -62,10 +62,22 @@ type Metrics struct {
 	handlerFolded   *prometheus.CounterVec
 	shard           shardCollectors
 
+	// liveMu guards live and handlers, and orders the first write to a
+	// series after the deletion of the one before it.
+	liveMu sync.Mutex
 	// live counts, by resource, the recorders that have written its
 	// gauges and not closed: the last one to close deletes the series.
-	liveMu sync.Mutex
-	live   map[schema.GroupVersionResource]int
+	live map[schema.GroupVersionResource]int
+	// handlers counts, by resource and handler label, the handler
+	// recorders not closed: the last one to close deletes the pending
+	// series.
+	handlers map[handlerKey]int
+}
+
+// handlerKey names one series of handler_pending_notifications.
+type handlerKey struct {
+	gvr     schema.GroupVersionResource
+	handler string
 }
 
 // Default is the set informers record into unless given another.
@@ -107,6 +119,7 @@ func New() *Metrics {
 		handlerFolded:   counter("handler_coalesced_notifications_total", "Notifications folded into a change already pending for the same object, for coalescing event handlers, by handler.", "handler"),
 		shard:           newShardCollectors(),
 		live:            map[schema.GroupVersionResource]int{},
+		handlers:        map[handlerKey]int{},
 	}
 }
 
@@ -429,7 +442,14 @@ func (r *Recorder) Handler(name string) *HandlerRecorder {
 		return nil
 	}
 	l := r.with("handler", name)
+	key := handlerKey{gvr: r.gvr, handler: name}
+	r.m.liveMu.Lock()
+	defer r.m.liveMu.Unlock()
+	r.m.handlers[key]++
 	return &HandlerRecorder{
+		m:        r.m,
+		key:      key,
+		labels:   l,
 		pending:  r.m.handlerPending.With(l),
 		duration: r.m.handlerDuration.With(l),
 		panics:   r.m.handlerPanics.With(l),
@@ -454,9 +474,15 @@ func (r *Recorder) Close() {
 	r.leave()
 }
 
-// HandlerRecorder records one event handler's metrics. Methods accept a nil
-// receiver.
+// HandlerRecorder records one event handler's metrics. Its pending series
+// is shared with the other handlers of the same label (handlers of one
+// type, on informers of one resource) and ends with the last of them to
+// close. Methods accept a nil receiver.
 type HandlerRecorder struct {
+	m        *Metrics
+	key      handlerKey
+	labels   prometheus.Labels
+	closed   atomic.Bool
 	pending  prometheus.Gauge
 	duration prometheus.Observer
 	panics   prometheus.Counter
@@ -501,14 +527,23 @@ func (h *HandlerRecorder) Panicked() {
 }
 
 // Close takes back what is still counted as pending (the handler was
-// removed or the informer stopped).
+// removed or the informer stopped); the last handler of its label to close
+// takes the pending series off (its counters and histogram stay). A
+// handler recorder is not used after Close; a second Close does nothing.
 func (h *HandlerRecorder) Close() {
-	if h == nil {
+	if h == nil || h.closed.Swap(true) {
 		return
 	}
 	if n := h.queued.Swap(0); n != 0 {
 		h.pending.Sub(float64(n))
 	}
+	h.m.liveMu.Lock()
+	defer h.m.liveMu.Unlock()
+	if h.m.handlers[h.key]--; h.m.handlers[h.key] > 0 {
+		return
+	}
+	delete(h.m.handlers, h.key)
+	h.m.handlerPending.Delete(h.labels)
 }
 
 // ParseResourceVersion reads a resourceVersion as a number for a gauge:

@@ -238,3 +238,85 @@ func TestGaugesOfAResourceEndWithItsLastRecorder(t *testing.T) {
 		t.Fatalf("%d gauge series after the last recorder closed, want none", n)
 	}
 }
+
+// gauge is the value of the series of gauge name in reg with exactly the
+// labels want, and whether there is one.
+func gauge(t *testing.T, reg *prometheus.Registry, name string, want prometheus.Labels) (float64, bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(want) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if v, ok := want[l.GetName()]; !ok || v != l.GetValue() {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func registered(t *testing.T) (*Metrics, *prometheus.Registry) {
+	t.Helper()
+	m := New()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return m, reg
+}
+
+// A handler's pending series ends with the last handler it describes: the
+// handler label is the handler's type, so two informers of a resource (a
+// multi-namespace cache's) running handlers of one type share a series,
+// and one of them closing must leave it to the other.
+func TestHandlerPendingSeriesEndWithTheirLastHandler(t *testing.T) {
+	m, reg := registered(t)
+	const pending = "leaninformer_handler_pending_notifications"
+	labels := func(handler string) prometheus.Labels {
+		return prometheus.Labels{"group": "", "version": "v1", "resource": "configmaps", "handler": handler}
+	}
+	a, b := m.Informer(configMaps), m.Informer(configMaps)
+	ha, hb, other := a.Handler("pkg.Handler"), b.Handler("pkg.Handler"), a.Handler("pkg.Other")
+	ha.Queued(2)
+	hb.Queued(3)
+	if v, ok := gauge(t, reg, pending, labels("pkg.Handler")); !ok || v != 5 {
+		t.Fatalf("pending{pkg.Handler} = %v (series: %v), want 5", v, ok)
+	}
+
+	other.Close()
+	if v, ok := gauge(t, reg, pending, labels("pkg.Other")); ok {
+		t.Errorf("pending{pkg.Other} = %v after its only handler closed, want no series", v)
+	}
+	ha.Close()
+	ha.Close() // a second Close is a no-op, not a second departure
+	if v, ok := gauge(t, reg, pending, labels("pkg.Handler")); !ok || v != 3 {
+		t.Fatalf("pending{pkg.Handler} = %v (series: %v) with one handler left, want its 3", v, ok)
+	}
+	hb.Delivered(time.Millisecond)
+	if v, _ := gauge(t, reg, pending, labels("pkg.Handler")); v != 2 {
+		t.Fatalf("pending{pkg.Handler} = %v after a delivery, want 2", v)
+	}
+	hb.Close()
+	if v, ok := gauge(t, reg, pending, labels("pkg.Handler")); ok {
+		t.Errorf("pending{pkg.Handler} = %v after its last handler closed, want no series", v)
+	}
+
+	// A handler added later shows in a series of its own again.
+	c := a.Handler("pkg.Handler")
+	c.Queued(1)
+	if v, ok := gauge(t, reg, pending, labels("pkg.Handler")); !ok || v != 1 {
+		t.Errorf("pending{pkg.Handler} = %v (series: %v) for a new handler, want 1", v, ok)
+	}
+}
