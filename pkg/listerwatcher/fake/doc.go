@@ -36,9 +36,10 @@
 //     does; only with sendInitialEvents=true does it end with a "Too large
 //     resource version" ERROR, at once where the real server first waits
 //     a few seconds for the resourceVersion. A watch with timeoutSeconds
-//     ends after it by closing its result channel, with no ERROR event
-//     (unset or 0 is no limit here; the real server then picks 30 to 60
-//     minutes).
+//     ends after it by closing its result channel, with no ERROR event;
+//     unset or 0 is, as on the real server, its --min-request-timeout
+//     (WithMinRequestTimeout, 1800 s by default) times a random factor in
+//     [1, 2): 30 to 60 minutes.
 //   - Compact makes older resourceVersions and continue tokens answer
 //     410 Expired, as an error for LIST and as an ERROR event for WATCH.
 //     The 410 for a continue token carries, in its Status's

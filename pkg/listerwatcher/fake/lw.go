@@ -34,14 +34,15 @@ func (lw *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOp
 }
 
 // Watch implements toolscache.Watcher. The watch ends on Stop, Close or
-// after opts.TimeoutSeconds.
+// after opts.TimeoutSeconds (without it, after the server's
+// WithMinRequestTimeout times a random factor in [1, 2)).
 func (lw *ListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.Server.watch(context.Background(), opts)
 }
 
 // WatchWithContext implements toolscache.WatcherWithContext. The watch also
 // ends when ctx does, as a streaming HTTP response would, and after
-// opts.TimeoutSeconds.
+// opts.TimeoutSeconds as Watch does.
 func (lw *ListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return lw.Server.watch(ctx, opts)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,6 +31,9 @@ type Server struct {
 	resource     schema.GroupResource
 	noWatchList  bool
 	noLog        bool
+	// minRequestTimeout bounds a watch without timeoutSeconds, as
+	// kube-apiserver's --min-request-timeout does; 0 is no bound.
+	minRequestTimeout time.Duration
 
 	mu         sync.Mutex
 	rv         uint64              // the newest resourceVersion handed out
@@ -93,6 +97,19 @@ func WithoutWatchList() Option { return func(s *Server) { s.noWatchList = true }
 // does not measure it growing.
 func WithoutRequestLog() Option { return func(s *Server) { s.noLog = true } }
 
+// DefaultMinRequestTimeout is kube-apiserver's default --min-request-timeout:
+// a watch without timeoutSeconds ends after it times a random factor in
+// [1, 2), 30 to 60 minutes.
+const DefaultMinRequestTimeout = 1800 * time.Second
+
+// WithMinRequestTimeout sets what bounds a watch without timeoutSeconds (or
+// with 0), as kube-apiserver's --min-request-timeout does: it ends, as after
+// its timeoutSeconds, after d times a random factor in [1, 2). 0 is no
+// bound. The default is DefaultMinRequestTimeout.
+func WithMinRequestTimeout(d time.Duration) Option {
+	return func(s *Server) { s.minRequestTimeout = d }
+}
+
 // NewServer returns an empty server storing the item type of exampleList,
 // which must be a pointer to a typed list such as &corev1.ConfigMapList{}.
 // It panics on anything else: that is a bug in the test.
@@ -119,6 +136,8 @@ func NewServer(exampleList runtime.Object, opts ...Option) *Server {
 		rv:       1,
 		heads:    map[string]*version{},
 		watches:  map[*serverWatch]struct{}{},
+
+		minRequestTimeout: DefaultMinRequestTimeout,
 	}
 	if m, ok := itemType.MethodByName("DeepCopyInto"); ok && m.Type.NumIn() == 2 && m.Type.In(1) == itemType {
 		s.deepCopyInto = m.Func

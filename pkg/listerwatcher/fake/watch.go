@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sort"
 	"sync"
@@ -81,11 +82,18 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 	}
 
 	// The API server ends the watch after timeoutSeconds by closing the
-	// stream (a clean end, no ERROR event). 0 or unset is no limit here,
-	// where the real server picks one of 30 to 60 minutes by default.
+	// stream (a clean end, no ERROR event). For 0 or unset it picks its
+	// --min-request-timeout times a random factor in [1, 2).
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	if timeout == 0 && s.minRequestTimeout > 0 {
+		timeout = time.Duration(float64(s.minRequestTimeout) * (1 + rand.Float64()))
+	}
 	cancel := context.CancelFunc(func() {})
-	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds != 0 {
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(*opts.TimeoutSeconds)*time.Second)
+	if timeout != 0 {
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 
 	s.mu.Lock()
