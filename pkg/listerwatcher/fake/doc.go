@@ -40,6 +40,13 @@
 //     unset or 0 is, as on the real server, its --min-request-timeout
 //     (WithMinRequestTimeout, 1800 s by default) times a random factor in
 //     [1, 2): 30 to 60 minutes.
+//   - A watch with allowWatchBookmarks gets a BOOKMARK at the newest
+//     resourceVersion every minute and 2 s before its timeout, as the watch
+//     cache sends them, when that is newer than the resourceVersion the
+//     watch started from; selectors do not filter bookmarks, so they carry
+//     a selective watch past the changes it did not select.
+//     WithBookmarkFrequency sets the period (0: none; the real server sends
+//     them within about a second of it, the fake on time).
 //   - Compact makes older resourceVersions and continue tokens answer
 //     410 Expired, as an error for LIST and as an ERROR event for WATCH.
 //     The 410 for a continue token carries, in its Status's

@@ -34,6 +34,9 @@ type Server struct {
 	// minRequestTimeout bounds a watch without timeoutSeconds, as
 	// kube-apiserver's --min-request-timeout does; 0 is no bound.
 	minRequestTimeout time.Duration
+	// bookmarkFrequency is how often a watch that allows bookmarks gets one;
+	// 0 sends none but those asked for.
+	bookmarkFrequency time.Duration
 
 	mu         sync.Mutex
 	rv         uint64              // the newest resourceVersion handed out
@@ -110,6 +113,20 @@ func WithMinRequestTimeout(d time.Duration) Option {
 	return func(s *Server) { s.minRequestTimeout = d }
 }
 
+// DefaultBookmarkFrequency is how often the API server's watch cache sends
+// a BOOKMARK on a watch that allows them.
+const DefaultBookmarkFrequency = time.Minute
+
+// WithBookmarkFrequency sets how often a watch with allowWatchBookmarks gets
+// a BOOKMARK at the newest resourceVersion: every d, and 2 s before its
+// timeout when that comes sooner, as the API server's watch cache sends
+// them. A bookmark no newer than the resourceVersion the watch started from
+// is not sent. 0 sends only the end bookmark of a streamed list and those
+// of SendBookmark. The default is DefaultBookmarkFrequency.
+func WithBookmarkFrequency(d time.Duration) Option {
+	return func(s *Server) { s.bookmarkFrequency = d }
+}
+
 // NewServer returns an empty server storing the item type of exampleList,
 // which must be a pointer to a typed list such as &corev1.ConfigMapList{}.
 // It panics on anything else: that is a bug in the test.
@@ -138,6 +155,7 @@ func NewServer(exampleList runtime.Object, opts ...Option) *Server {
 		watches:  map[*serverWatch]struct{}{},
 
 		minRequestTimeout: DefaultMinRequestTimeout,
+		bookmarkFrequency: DefaultBookmarkFrequency,
 	}
 	if m, ok := itemType.MethodByName("DeepCopyInto"); ok && m.Type.NumIn() == 2 && m.Type.In(1) == itemType {
 		s.deepCopyInto = m.Func

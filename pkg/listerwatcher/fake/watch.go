@@ -34,6 +34,12 @@ type serverWatch struct {
 	bookmarks bool
 	after     uint64     // send no change or bookmark older than it: the requested future rv
 	sel       *selection // the request's selectors; nil selects every object
+	// Periodic bookmarks: sent every frequency and 2 s before deadline (the
+	// server's timeout, zero for none), when newer than from, the
+	// resourceVersion the watch started at.
+	frequency time.Duration
+	deadline  time.Time
+	from      uint64
 
 	// Guarded by s.mu.
 	initial     bool   // initial state still to send
@@ -92,8 +98,10 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 		timeout = time.Duration(float64(s.minRequestTimeout) * (1 + rand.Float64()))
 	}
 	cancel := context.CancelFunc(func() {})
+	var deadline time.Time
 	if timeout != 0 {
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		deadline = time.Now().Add(timeout)
+		ctx, cancel = context.WithDeadline(ctx, deadline)
 	}
 
 	s.mu.Lock()
@@ -114,6 +122,9 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 		wake:      make(chan struct{}, 1),
 		bookmarks: opts.AllowWatchBookmarks,
 		sel:       sel,
+		frequency: s.bookmarkFrequency,
+		deadline:  deadline,
+		from:      rv,
 	}
 	switch {
 	case rv > s.rv && sendInitial != nil && *sendInitial:
@@ -142,6 +153,10 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 		for _, c := range s.history[i:] {
 			w.enqueue(queued{typ: c.typ, v: c.v, prev: c.prev})
 		}
+	}
+	if w.initial || rv == 0 {
+		// The watch starts from the state at the newest resourceVersion.
+		w.from = s.rv
 	}
 	if s.drops != drops {
 		// CloseWatches ran while this watch was being admitted: its
@@ -222,8 +237,10 @@ func (w *serverWatch) pump() {
 			break
 		}
 	}
+	bookmarks := newBookmarkTimer(w)
+	defer bookmarks.stop()
 	for {
-		q, ok := w.next()
+		q, ok := w.next(bookmarks)
 		if !ok {
 			return
 		}
@@ -298,8 +315,9 @@ func (s *Server) nextInitial(w *serverWatch) (batch []*version, end bool) {
 	return batch, true
 }
 
-// next waits for the next queued event; false means the watch must end.
-func (w *serverWatch) next() (queued, bool) {
+// next waits for the next queued event, queueing the periodic bookmarks
+// meanwhile; false means the watch must end.
+func (w *serverWatch) next(bookmarks *bookmarkTimer) (queued, bool) {
 	for {
 		if w.closed() {
 			return queued{}, false
@@ -315,11 +333,77 @@ func (w *serverWatch) next() (queued, bool) {
 		w.s.mu.Unlock()
 		select {
 		case <-w.wake:
+		case <-bookmarks.c():
+			w.s.periodicBookmark(w)
+			bookmarks.reset()
 		case <-w.stop:
 			return queued{}, false
 		case <-w.ctx.Done():
 			return queued{}, false
 		}
+	}
+}
+
+// bookmarkTimer schedules a watch's periodic bookmarks as the watch cache
+// does: every frequency, and 2 s before the watch's deadline when that comes
+// sooner; none once that moment has passed.
+type bookmarkTimer struct {
+	w     *serverWatch
+	timer *time.Timer // nil: no more bookmarks
+}
+
+func newBookmarkTimer(w *serverWatch) *bookmarkTimer {
+	t := &bookmarkTimer{w: w}
+	if w.bookmarks && w.frequency > 0 {
+		t.reset()
+	}
+	return t
+}
+
+// reset schedules the next bookmark from now.
+func (t *bookmarkTimer) reset() {
+	now := time.Now()
+	at := now.Add(t.w.frequency)
+	if !t.w.deadline.IsZero() {
+		if before := t.w.deadline.Add(-2 * time.Second); before.Before(at) {
+			at = before
+		}
+	}
+	if at.Before(now) {
+		t.stop()
+		return
+	}
+	if t.timer == nil {
+		t.timer = time.NewTimer(at.Sub(now))
+	} else {
+		t.timer.Reset(at.Sub(now))
+	}
+}
+
+// c returns the channel the next bookmark's time comes on; nil (never) when
+// there is none.
+func (t *bookmarkTimer) c() <-chan time.Time {
+	if t.timer == nil {
+		return nil
+	}
+	return t.timer.C
+}
+
+func (t *bookmarkTimer) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+}
+
+// periodicBookmark queues a BOOKMARK at the newest resourceVersion when it
+// is newer than the one the watch started from; the watch cache sends no
+// other (the end bookmark of a streamed list is queued apart).
+func (s *Server) periodicBookmark(w *serverWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rv > w.from {
+		w.enqueue(queued{typ: watch.Bookmark, obj: s.bookmark(s.rv, false)})
 	}
 }
 
