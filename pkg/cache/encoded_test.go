@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -603,6 +605,90 @@ func TestOlderThanStored(t *testing.T) {
 				if stored != tc.stored || older != tc.older {
 					t.Errorf("%s at %q: (%q, %v), want (%q, %v)", tc.name, tc.rv, stored, older, tc.stored, tc.older)
 				}
+			}
+		})
+	}
+}
+
+// An index function that reads state outside the object (here a team per
+// namespace that changes) gives an object other values later than when it
+// was stored. The plain store, like client-go's, unindexes an object with
+// the values the function gives at that moment, so the entry made under
+// the first value stays, pointing at a key that is gone: ByIndex hands
+// out nil for it. The encoded store unindexes with the values computed
+// when the object was stored and leaves nothing behind. A relist that
+// reuses an unchanged object keeps its values in either store, where
+// client-go's Replace computes every object's values again.
+func TestIndexFuncOfOutsideState(t *testing.T) {
+	var team atomic.Value
+	indexers := toolscache.Indexers{"team": func(any) ([]string, error) { return []string{team.Load().(string)}, nil }}
+	kf := toolscache.MetaNamespaceKeyFunc
+	stores := []struct {
+		name  string
+		store func() toolscache.Indexer
+		stale bool // a deleted object's first value keeps its key
+	}{
+		{"client-go", func() toolscache.Indexer { return toolscache.NewIndexer(kf, indexers) }, true},
+		{"plain", func() toolscache.Indexer { return NewIndexer(kf, indexers) }, true},
+		{"encoded", func() toolscache.Indexer { return NewIndexer(kf, indexers, WithCodec(codec.New())) }, false},
+	}
+	for _, s := range stores {
+		t.Run(s.name+"/delete", func(t *testing.T) {
+			team.Store("red")
+			c := s.store()
+			o := obj("a", "x", canonicalUID(0), "5", nil)
+			if err := c.Add(o); err != nil {
+				t.Fatal(err)
+			}
+			team.Store("blue")
+			if err := c.Delete(o); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.ByIndex("team", "red")
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, _ := c.IndexKeys("team", "red")
+			if stale := len(keys) == 1 && len(got) == 1 && got[0] == nil; stale != s.stale || !stale && (len(got) != 0 || len(keys) != 0) {
+				t.Errorf("after the delete ByIndex(team, red) gives %v and IndexKeys %v; want a stale entry: %v", got, keys, s.stale)
+			}
+		})
+	}
+
+	// Relist reuse: an unchanged object keeps the values it was stored
+	// with (in place for the plain store: at most a quarter differ).
+	for _, s := range stores {
+		t.Run(s.name+"/relist", func(t *testing.T) {
+			team.Store("red")
+			c := s.store()
+			var list []any
+			for i := range 8 {
+				o := obj("a", strconv.Itoa(i), canonicalUID(i), "5", nil)
+				list = append(list, o)
+				if err := c.Add(o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			team.Store("blue")
+			if ours, ok := c.(*Indexer); ok {
+				ours.StartReplace()
+				for _, o := range list {
+					if _, reused, err := ours.AddToReplace(o.(*pom).DeepCopy(), nil); err != nil || !reused {
+						t.Fatalf("AddToReplace: reused %v, %v", reused, err)
+					}
+				}
+				if _, err := ours.FinishReplace("6"); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := c.Replace(list, "6"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"blue"} // client-go computes the values again
+			if s.name != "client-go" {
+				want = []string{"red"}
+			}
+			if got := c.ListIndexFuncValues("team"); !slices.Equal(got, want) {
+				t.Errorf("after the relist the index holds %v, want %v", got, want)
 			}
 		})
 	}

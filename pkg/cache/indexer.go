@@ -65,7 +65,11 @@ type Indexer struct {
 // NewIndexer returns an empty indexer that computes keys with keyFunc and
 // maintains the given indices. Relist reuse is on unless turned off with
 // WithRelistReuse(false); objects are kept as they are unless WithCodec
-// gives a codec. The indexers map is copied.
+// gives a codec. The indexers map is copied. Index functions must depend
+// on the object alone: an object's values are not computed again when it
+// is kept by relist reuse, and the encoded store unindexes an object with
+// the values computed when it was stored (see the package README's known
+// limits for one that reads outside state).
 func NewIndexer(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers, opts ...Option) *Indexer {
 	if keyFunc == nil {
 		panic("cache.NewIndexer: nil keyFunc")
