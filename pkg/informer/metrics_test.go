@@ -792,3 +792,40 @@ func TestHandlerPendingSeriesEndWithTheHandler(t *testing.T) {
 		t.Errorf("pending{recorder} = %v after both informers stopped, want no series", v)
 	}
 }
+
+// Informers of one resource share last_resource_version: one whose events
+// come at an older resourceVersion than the other's (its watch lags, or its
+// relist listed before the other's last event) must not move it back. Two
+// fake servers stand for the two streams: b's resourceVersions run ahead of
+// a's.
+func TestLastResourceVersionIsTheHighestOfTheResourcesInformers(t *testing.T) {
+	m, reg := registeredMetrics(t)
+	a, b := newServer(t, 3), newServer(t, 50)
+	infA, infB := newInformer(a, 0, WithMetrics(m)), newInformer(b, 0, WithMetrics(m))
+	run(t, infA)
+	stopB := run(t, infB)
+	waitSynced(t, infA, infB)
+	cm := map[string]string{"group": "", "version": "v1", "resource": "configmaps"}
+	rv := func() float64 { return gathered(t, reg, "leaninformer_last_resource_version", cm) }
+
+	mustCreate(t, b, configMap("ahead"))
+	ahead, _ := strconv.ParseFloat(b.ResourceVersion(), 64)
+	eventually(t, "B's event", func() bool { return rv() == ahead })
+
+	// A applies two events older than B's; once its store holds the second,
+	// the first has been recorded.
+	mustCreate(t, a, configMap("behind-1"))
+	mustCreate(t, a, configMap("behind-2"))
+	behind, _ := strconv.ParseFloat(a.ResourceVersion(), 64)
+	eventually(t, "A's events", func() bool {
+		_, ok, _ := infA.GetStore().GetByKey(key("behind-2"))
+		return ok
+	})
+	if got := rv(); got != ahead {
+		t.Errorf("last_resource_version = %v after A applied older events, want B's %v", got, ahead)
+	}
+
+	// B stops: A's figure is the resource's.
+	stopB()
+	eventually(t, "A's resourceVersion once B stopped", func() bool { return rv() == behind })
+}

@@ -65,9 +65,9 @@ type Metrics struct {
 	// liveMu guards live and handlers, and orders the first write to a
 	// series after the deletion of the one before it.
 	liveMu sync.Mutex
-	// live counts, by resource, the recorders that have written its
-	// gauges and not closed: the last one to close deletes the series.
-	live map[schema.GroupVersionResource]int
+	// live holds, by resource, the recorders that have written its gauges
+	// and not closed: the last one to close deletes the series.
+	live map[schema.GroupVersionResource]*resourceSeries
 	// handlers counts, by resource and handler label, the handler
 	// recorders not closed: the last one to close deletes the pending
 	// series.
@@ -110,15 +110,15 @@ func New() *Metrics {
 		fallbacks:       counter("strategy_fallbacks_total", "Times the Auto strategy could not stream the list and fell back to paginated LISTs."),
 		backoffs:        counter("backoffs_total", "Times the pipeline waited before retrying after an error."),
 		failures:        counter("failures_total", "List and watch failures, by cause (listerwatcher.Cause: Decode, Expired, Throttled, UnexpectedObject, StaleEvent, ...).", "cause"),
-		resourceVersion: gauge("last_resource_version", "resourceVersion of the last event applied (the last 15 digits, as a number)."),
-		lastEvent:       gauge("last_event_timestamp_seconds", "Unix time of the last event applied; time() minus it is the time since the last event."),
+		resourceVersion: gauge("last_resource_version", "resourceVersion of the last event or list applied (the last 15 digits, as a number): the highest of the informers for the resource."),
+		lastEvent:       gauge("last_event_timestamp_seconds", "Unix time of the last event or list applied: the latest of the informers for the resource; time() minus it is the time since the last event."),
 		synced:          gauge("synced", "Informers for the resource whose store has been filled by a complete list."),
 		handlerPending:  gauge("handler_pending_notifications", "Notifications queued for event handlers and not yet delivered, by handler.", "handler"),
 		handlerDuration: histogram("handler_duration_seconds", "Time an event handler took per notification, by handler.", prometheus.ExponentialBuckets(0.00001, 4, 12), "handler"),
 		handlerPanics:   counter("handler_panics_total", "Notifications whose handler panicked (with crashing turned off), by handler.", "handler"),
 		handlerFolded:   counter("handler_coalesced_notifications_total", "Notifications folded into a change already pending for the same object, for coalescing event handlers, by handler.", "handler"),
 		shard:           newShardCollectors(),
-		live:            map[schema.GroupVersionResource]int{},
+		live:            map[schema.GroupVersionResource]*resourceSeries{},
 		handlers:        map[handlerKey]int{},
 	}
 }
@@ -199,9 +199,10 @@ type Recorder struct {
 	m      *Metrics
 	gvr    schema.GroupVersionResource
 	labels prometheus.Labels
-	// live: 0 until the first gauge write, then 1 (counted in m.live)
-	// until Close, then 2.
+	// live: 0 until the first gauge write, then 1 (counted in res) until
+	// Close, then 2.
 	live atomic.Int32
+	res  atomic.Pointer[resourceSeries] // set before live turns 1
 
 	storeObjects  atomic.Int64
 	bufferObjects atomic.Int64
@@ -214,8 +215,91 @@ type Recorder struct {
 	// the labels on every call, and a busy informer applies tens of
 	// thousands of events a second. Each is created when first moved, as
 	// With would, so that no series shows before it means something.
-	resourceVersion, lastEvent, storeObjectsSeries cachedGauge
-	events                                         sync.Map // event type -> prometheus.Counter
+	// (last_resource_version and last_event_timestamp_seconds are the
+	// resource's, in res.)
+	storeObjectsSeries cachedGauge
+	events             sync.Map // event type -> prometheus.Counter
+
+	// figures are this recorder's last resourceVersion and event time,
+	// guarded by res's mu.
+	figures [2]figure
+}
+
+// figure is one of a recorder's figures behind a highest gauge.
+type figure struct {
+	v   float64
+	set bool
+}
+
+// The figures of a recorder.
+const (
+	resourceVersionFigure = iota
+	eventTimeFigure
+)
+
+// resourceSeries is what the live recorders of one resource share: who
+// they are, and its last_resource_version and last_event_timestamp_seconds.
+// members changes under Metrics.liveMu and mu both.
+type resourceSeries struct {
+	mu                  sync.Mutex
+	members             map[*Recorder]struct{}
+	resourceVersion, at highest
+}
+
+// highest is a gauge that shows the highest figure of the live recorders
+// of a resource, so that a recorder setting a lower one than another's (a
+// lagging watch, a relist listed before another informer's last event)
+// does not move it back. Guarded by its resourceSeries' mu.
+type highest struct {
+	vec    *prometheus.GaugeVec
+	labels prometheus.Labels
+	which  int              // the recorders' figure it shows
+	g      prometheus.Gauge // created when first set
+
+	holder *Recorder // whose figure shows; nil: none since a recompute
+	shown  float64
+}
+
+// record sets r's figure to v.
+func (h *highest) record(res *resourceSeries, r *Recorder, v float64) {
+	r.figures[h.which] = figure{v: v, set: true}
+	switch {
+	case h.holder == nil || v >= h.shown:
+		h.show(r, v)
+	case h.holder == r: // the figure that showed fell
+		h.recompute(res)
+	}
+}
+
+// drop is r leaving res's members: if its figure showed, the highest of
+// the others' shows instead.
+func (h *highest) drop(res *resourceSeries, r *Recorder) {
+	if h.holder == r {
+		h.recompute(res)
+	}
+}
+
+// recompute shows the highest figure of res's members; with none (those
+// left have not listed yet), the gauge keeps its value until the first of
+// them sets one.
+func (h *highest) recompute(res *resourceSeries) {
+	h.holder = nil
+	for r := range res.members {
+		if f := r.figures[h.which]; f.set && (h.holder == nil || f.v > h.shown) {
+			h.holder, h.shown = r, f.v
+		}
+	}
+	if h.holder != nil {
+		h.show(h.holder, h.shown)
+	}
+}
+
+func (h *highest) show(r *Recorder, v float64) {
+	if h.g == nil {
+		h.g = h.vec.With(h.labels)
+	}
+	h.holder, h.shown = r, v
+	h.g.Set(v)
 }
 
 // cachedGauge is one series of a gauge vector, looked up on first use.
@@ -238,15 +322,29 @@ func (r *Recorder) join() {
 	}
 	r.m.liveMu.Lock()
 	defer r.m.liveMu.Unlock()
-	if r.live.CompareAndSwap(0, 1) {
-		r.m.live[r.gvr]++
+	if r.live.Load() != 0 {
+		return
 	}
+	res := r.m.live[r.gvr]
+	if res == nil {
+		res = &resourceSeries{
+			members:         map[*Recorder]struct{}{},
+			resourceVersion: highest{vec: r.m.resourceVersion, labels: r.labels, which: resourceVersionFigure},
+			at:              highest{vec: r.m.lastEvent, labels: r.labels, which: eventTimeFigure},
+		}
+		r.m.live[r.gvr] = res
+	}
+	res.mu.Lock()
+	res.members[r] = struct{}{}
+	res.mu.Unlock()
+	r.res.Store(res)
+	r.live.Store(1)
 }
 
-// leave takes r out of the live recorders of its resource; the last one
-// deletes the resource's gauge series (all at 0 but the last event's
-// resourceVersion and time), which would stand for informers that no
-// longer run.
+// leave takes r out of the live recorders of its resource: its last
+// resourceVersion and event time no longer count; the last one deletes the
+// resource's gauge series (all at 0 but the last event's resourceVersion
+// and time), which would stand for informers that no longer run.
 func (r *Recorder) leave() {
 	r.m.liveMu.Lock()
 	defer r.m.liveMu.Unlock()
@@ -254,7 +352,13 @@ func (r *Recorder) leave() {
 		r.live.Store(2)
 		return
 	}
-	if r.m.live[r.gvr]--; r.m.live[r.gvr] > 0 {
+	res := r.res.Load()
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	delete(res.members, r)
+	res.resourceVersion.drop(res, r)
+	res.at.drop(res, r)
+	if len(res.members) > 0 {
 		return
 	}
 	delete(r.m.live, r.gvr)
@@ -400,16 +504,25 @@ func (r *Recorder) Event(typ, rv string, at time.Time) {
 }
 
 // ResourceVersion records the resourceVersion the store is at since time at
-// (the informer's clock, so that tests on a fake clock can check it).
+// (the informer's clock, so that tests on a fake clock can check it). The
+// resource's series show the highest resourceVersion and the latest time
+// of its live recorders.
 func (r *Recorder) ResourceVersion(rv string, at time.Time) {
 	if r == nil {
 		return
 	}
 	r.join()
-	if v, ok := ParseResourceVersion(rv); ok {
-		r.resourceVersion.get(r.m.resourceVersion, r.labels).Set(v)
+	v, ok := ParseResourceVersion(rv)
+	res := r.res.Load()
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	if _, member := res.members[r]; !member {
+		return // closed: its figures no longer count
 	}
-	r.lastEvent.get(r.m.lastEvent, r.labels).Set(float64(at.UnixNano()) / 1e9)
+	if ok {
+		res.resourceVersion.record(res, r, v)
+	}
+	res.at.record(res, r, float64(at.UnixNano())/1e9)
 }
 
 // Fallback counts a fallback from streaming to paginated LISTs.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -318,5 +319,64 @@ func TestHandlerPendingSeriesEndWithTheirLastHandler(t *testing.T) {
 	c.Queued(1)
 	if v, ok := gauge(t, reg, pending, labels("pkg.Handler")); !ok || v != 1 {
 		t.Errorf("pending{pkg.Handler} = %v (series: %v) for a new handler, want 1", v, ok)
+	}
+}
+
+// Informers of one resource share last_resource_version and
+// last_event_timestamp_seconds: a relist of one that began before the
+// other's last event and ended after it, or a watch lagging behind
+// another's, must not move them back. They are the highest resourceVersion
+// and the latest event of the informers still running.
+func TestLastResourceVersionIsTheHighestOfTheLiveInformers(t *testing.T) {
+	m, reg := registered(t)
+	cm := prometheus.Labels{"group": "", "version": "v1", "resource": "configmaps"}
+	check := func(when string, rv, at float64) {
+		t.Helper()
+		if v, ok := gauge(t, reg, "leaninformer_last_resource_version", cm); !ok || v != rv {
+			t.Errorf("%s: last_resource_version = %v (series: %v), want %v", when, v, ok, rv)
+		}
+		if v, ok := gauge(t, reg, "leaninformer_last_event_timestamp_seconds", cm); !ok || v != at {
+			t.Errorf("%s: last_event_timestamp_seconds = %v (series: %v), want %v", when, v, ok, at)
+		}
+	}
+	a, b := m.Informer(configMaps), m.Informer(configMaps)
+	a.Event("modified", "100", time.Unix(20, 0))
+	b.ResourceVersion("90", time.Unix(10, 0)) // b's relist, listed before a's event, swapped in after it
+	check("an older relist after a newer event", 100, 20)
+	b.Event("added", "105", time.Unix(30, 0))
+	check("a newer event", 105, 30)
+	a.Event("modified", "101", time.Unix(25, 0))
+	check("a lagging watch's event", 105, 30)
+
+	// The informer that held the highest leaves: the others' figures show.
+	b.Close()
+	check("the highest informer stopped", 101, 25)
+	a.Event("modified", "102", time.Unix(26, 0))
+	check("the remaining informer's next event", 102, 26)
+}
+
+// Informers of a resource record their resourceVersions concurrently, and
+// some stop meanwhile: the series ends at the highest of the survivors'.
+func TestLastResourceVersionUnderConcurrentInformers(t *testing.T) {
+	m, reg := registered(t)
+	cm := prometheus.Labels{"group": "", "version": "v1", "resource": "configmaps"}
+	const informers, events = 8, 500
+	var wg sync.WaitGroup
+	for i := range informers {
+		r := m.Informer(configMaps)
+		wg.Go(func() {
+			for e := range events {
+				// Informer i's resourceVersions interleave with the others'.
+				r.ResourceVersion(strconv.Itoa(e*informers+i+1), time.Unix(int64(e), 0))
+			}
+			if i%2 == 1 { // the odd ones, whose last resourceVersions are higher, stop
+				r.Close()
+			}
+		})
+	}
+	wg.Wait()
+	want := float64((events-1)*informers + (informers - 2) + 1) // the last even informer's last
+	if v, ok := gauge(t, reg, "leaninformer_last_resource_version", cm); !ok || v != want {
+		t.Errorf("last_resource_version = %v (series: %v), want the running informers' highest %v", v, ok, want)
 	}
 }
