@@ -111,13 +111,22 @@ func newManager(cfg *rest.Config, opts options) (manager.Manager, error) {
 
 	// Counting needs names only: Namespaces and RoleBindings are watched and
 	// cached as metadata.
-	err = ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(operatorName).
 		For(&corev1.Namespace{}, builder.OnlyMetadata).
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(requestForNamespace), builder.OnlyMetadata).
 		// Someone editing or deleting the count gets it rewritten.
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(requestForNamespace)).
-		Complete(r)
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(requestForNamespace))
+	if member != nil {
+		// Namespaces are not sharded: every replica sees every event, and
+		// one that arrives while its namespace moves between replicas is
+		// dropped by all of them. The replica taking a range over enqueues
+		// its namespaces again.
+		namespaces := &metav1.PartialObjectMetadataList{}
+		namespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+		b = b.WatchesRawSource(shard.Handovers(member, mgr.GetCache(), namespaces, shard.RequestName))
+	}
+	err = b.Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller: %w", err)
 	}

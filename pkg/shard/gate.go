@@ -38,6 +38,16 @@ type gate struct {
 	changed chan struct{}
 	// drained is signalled (without blocking) when work ends, for the loop.
 	drained chan struct{}
+	// gainSubs are told every hash serving gains (Handovers sources).
+	gainSubs map[*gainSub]struct{}
+}
+
+// gainSub accumulates what serving gained since its owner last took it:
+// a hash lost and regained between two takes is still reported, which a
+// reader of snapshot, seeing only the first and last ranges, would miss.
+type gainSub struct {
+	pending Range
+	signal  chan struct{} // holds a value while pending may be non-empty
 }
 
 // work is one piece of work on a hash.
@@ -52,7 +62,52 @@ func newGate(clk clock.WithDelayedExecution) *gate {
 		inflight: make(map[*work]struct{}),
 		changed:  make(chan struct{}),
 		drained:  make(chan struct{}, 1),
+		gainSubs: make(map[*gainSub]struct{}),
 	}
+}
+
+// subscribeGains returns a subscription to the hashes serving gains from
+// now on; unsubscribe it when done.
+func (g *gate) subscribeGains() *gainSub {
+	s := &gainSub{signal: make(chan struct{}, 1)}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gainSubs[s] = struct{}{}
+	return s
+}
+
+func (g *gate) unsubscribeGains(s *gainSub) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.gainSubs, s)
+}
+
+// takeGains returns what serving gained since the last take, and forgets it.
+func (g *gate) takeGains(s *gainSub) Range {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := s.pending
+	s.pending = Range{}
+	return r
+}
+
+// changeServing makes r the served range; mu is held.
+func (g *gate) changeServing(r Range) {
+	if g.serving.Equal(r) {
+		return
+	}
+	if gained := r.Minus(g.serving); !gained.Empty() {
+		for s := range g.gainSubs {
+			s.pending = s.pending.Union(gained)
+			select {
+			case s.signal <- struct{}{}:
+			default:
+			}
+		}
+	}
+	g.serving = r
+	close(g.changed)
+	g.changed = make(chan struct{})
 }
 
 // begin starts work on hash h if it is served now. The context it returns
@@ -86,11 +141,7 @@ func (g *gate) end(w *work) {
 // set makes r the served range, valid until validUntil.
 func (g *gate) set(r Range, validUntil time.Time) {
 	g.mu.Lock()
-	if !g.serving.Equal(r) {
-		g.serving = r
-		close(g.changed)
-		g.changed = make(chan struct{})
-	}
+	g.changeServing(r)
 	if validUntil.Equal(g.validUntil) {
 		g.mu.Unlock()
 		return
@@ -129,11 +180,7 @@ func (g *gate) expire(generation uint64) {
 	if generation != g.generation {
 		return
 	}
-	if !g.serving.Empty() {
-		g.serving = Range{}
-		close(g.changed)
-		g.changed = make(chan struct{})
-	}
+	g.changeServing(Range{})
 	for w := range g.inflight {
 		w.cancel()
 	}

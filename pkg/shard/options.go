@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -175,4 +176,17 @@ func (c *config) validate() error {
 		bad("WithClock(nil): a clock is required")
 	}
 	return errors.Join(errs...)
+}
+
+// isNil reports whether v is nil, or an interface holding a nil pointer,
+// map, slice, func or channel: an argument that fails only when used.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

@@ -38,7 +38,11 @@ const RetryAfter = 200 * time.Millisecond
 //     or it has not listed the member Leases (missing RBAC, an outage).
 //   - A request for an object of another member, or whose key is unknown
 //     (key says !ok, for example an object not in the cache), is dropped
-//     with a nil error: the owner's informers deliver it there.
+//     with a nil error: the owner's informers deliver it there. If the
+//     primary kind is not sharded, every replica sees every event, and one
+//     that arrives while the object's hash moves between replicas is
+//     dropped by all of them: such a controller adds the source Handovers,
+//     which enqueues the objects of every range the member takes over.
 //
 // key's errors are returned, so the request is retried.
 func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconciler {

@@ -1,0 +1,130 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Handovers is the source a controller needs when its primary kind is not
+// sharded (excluded in informer.WithShard, or a controller whose requests
+// are namespaces, with RequestName): every time m starts serving hashes it
+// did not serve (a range taken over, its first claim), it lists list's
+// objects from reader (the manager's cache) and enqueues a request for
+// each of them whose key falls in those hashes. Add it to the controller
+// next to its primary kind, with the key of its Reconciler:
+//
+//	key := shard.ObjectKey(member, mgr.GetCache(), &corev1.ConfigMap{})
+//	ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
+//		WatchesRawSource(shard.Handovers(member, mgr.GetCache(), &corev1.ConfigMapList{}, key)).
+//		Complete(shard.Reconciler(member, key, r))
+//
+// Without it, an event of an unsharded primary object that arrives while
+// its hash moves between replicas (the old owner has let it go, the new
+// one is not assigned it yet) is dropped by every replica, and the object
+// is not reconciled until its next event. A sharded primary needs no such
+// source: the new owner's informers relist the range it took over, and
+// hand every object in it to the controller. The requests are those of
+// each object's namespace and name, so the controller's requests must be
+// its primary objects' (For, or namespaces with NamespaceList and
+// RequestName).
+//
+// Handovers panics if an argument is nil or list is not a list type.
+func Handovers(m *Member, reader client.Reader, list client.ObjectList, key KeyFunc) source.Source {
+	switch {
+	case m == nil:
+		panic("shard.Handovers: the member is nil")
+	case isNil(reader):
+		panic("shard.Handovers: the reader is nil")
+	case isNil(list):
+		panic("shard.Handovers: the list is nil")
+	case key == nil:
+		panic("shard.Handovers: the key is nil")
+	case !meta.IsListType(list):
+		panic(fmt.Sprintf("shard.Handovers: %T is not a list type", list))
+	}
+	return &handovers{m: m, reader: reader, list: list, key: key}
+}
+
+type handovers struct {
+	m      *Member
+	reader client.Reader
+	list   client.ObjectList
+	key    KeyFunc
+}
+
+// String names the source in controller-runtime's logs.
+func (h *handovers) String() string { return fmt.Sprintf("shard.Handovers(%T)", h.list) }
+
+// Start implements source.Source: it follows m's gains until ctx ends.
+func (h *handovers) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	sub := h.m.gate.subscribeGains()
+	go h.run(ctx, q, sub)
+	return nil
+}
+
+func (h *handovers) run(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], sub *gainSub) {
+	defer h.m.gate.unsubscribeGains(sub)
+	var todo Range
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.signal:
+		case <-retry:
+		}
+		retry = nil
+		todo = todo.Union(h.m.gate.takeGains(sub))
+		if todo.Empty() {
+			continue
+		}
+		n, err := h.enqueue(ctx, q, todo)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			h.m.cfg.logger.Error(err, "Could not enqueue the objects of a range taken over; retrying", "list", fmt.Sprintf("%T", h.list), "retryIn", RetryAfter)
+			retry = h.m.cfg.clock.After(RetryAfter)
+			continue
+		}
+		h.m.cfg.logger.V(2).Info("Enqueued the objects of a range taken over", "list", fmt.Sprintf("%T", h.list), "share", todo.Fraction(), "objects", n)
+		todo = Range{}
+	}
+}
+
+// enqueue adds a request for every listed object whose key is in r.
+func (h *handovers) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], r Range) (int, error) {
+	list, ok := h.list.DeepCopyObject().(client.ObjectList)
+	if !ok {
+		return 0, fmt.Errorf("%T does not copy to a client.ObjectList", h.list)
+	}
+	if err := h.reader.List(ctx, list); err != nil {
+		return 0, fmt.Errorf("listing %T: %w", h.list, err)
+	}
+	n := 0
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		obj, ok := o.(client.Object)
+		if !ok {
+			return fmt.Errorf("%T in %T is not a client.Object", o, h.list)
+		}
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+		value, ok, err := h.key(ctx, req)
+		if err != nil {
+			return fmt.Errorf("placing %s: %w", req.NamespacedName, err)
+		}
+		if ok && r.Contains(Hash(value)) {
+			q.Add(req)
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

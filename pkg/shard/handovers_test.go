@@ -1,0 +1,202 @@
+package shard
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// miniController is the part of a controller-runtime controller that
+// matters here: a rate-limited queue of requests, one worker, RequeueAfter.
+type miniController struct {
+	queue     workqueue.TypedRateLimitingInterface[reconcile.Request]
+	processed atomic.Int64
+	wg        sync.WaitGroup
+}
+
+func startMiniController(r reconcile.Reconciler) *miniController {
+	c := &miniController{queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())}
+	c.wg.Go(func() {
+		for {
+			req, shutdown := c.queue.Get()
+			if shutdown {
+				return
+			}
+			res, err := r.Reconcile(context.Background(), req)
+			switch {
+			case err != nil:
+				c.queue.AddRateLimited(req)
+			case res.RequeueAfter > 0:
+				c.queue.Forget(req)
+				c.queue.AddAfter(req, res.RequeueAfter)
+			default:
+				c.queue.Forget(req)
+			}
+			c.queue.Done(req)
+			c.processed.Add(1)
+		}
+	})
+	return c
+}
+
+func (c *miniController) stop() {
+	c.queue.ShutDown()
+	c.wg.Wait()
+}
+
+// TestUnshardedPrimaryUpdateDuringHandoverIsReconciled: a controller
+// whose primary kind is not sharded sees every event in every replica,
+// and drops those for hashes its member is not assigned. An update that
+// arrives while a range moves (its owner is gone, and the survivor is not
+// assigned the range until the owner's Lease expires) is dropped
+// everywhere; the survivor must reconcile the object once it takes the
+// range over, as the relist of a sharded primary would make it.
+func TestUnshardedPrimaryUpdateDuringHandoverIsReconciled(t *testing.T) {
+	leases := fake.NewClientset()
+	var cut atomic.Bool // b has crashed: none of its Lease writes lands
+	leases.PrependReactor("*", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if !cut.Load() {
+			return false, nil, nil
+		}
+		name := ""
+		switch action := action.(type) {
+		case k8stesting.UpdateAction:
+			if o, ok := action.GetObject().(client.Object); ok {
+				name = o.GetName()
+			}
+		case k8stesting.PatchAction:
+			name = action.GetName()
+		case k8stesting.DeleteAction:
+			name = action.GetName()
+		}
+		if name == "ctl-b" {
+			return true, nil, apierrors.NewServiceUnavailable("b is cut off")
+		}
+		return false, nil, nil
+	})
+	opts := []Option{WithLeaseDuration(time.Second), WithRenewDeadline(500 * time.Millisecond), WithRenewInterval(100 * time.Millisecond),
+		WithStopTimeout(300 * time.Millisecond), WithMetrics(nil)}
+	a, err := New(leases.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("a"), WithLogger(testLogger(t, "A")))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(leases.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("b"), WithLogger(testLogger(t, "B")))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelA, doneA := startMember(a)
+	defer func() {
+		cancelA()
+		if err := <-doneA; err != nil {
+			t.Errorf("a's clean stop: %v", err)
+		}
+	}()
+	cancelB, doneB := startMember(b)
+	defer func() {
+		cancelB()
+		if err := <-doneB; err == nil {
+			t.Error("b stopped cleanly while cut off from its Lease")
+		}
+	}()
+	waitFor(t, "a and b sharing the hash space", 10*time.Second, func() bool {
+		return !a.Serving().Empty() && !b.Serving().Empty() && a.Serving().Union(b.Serving()).Equal(FullRange())
+	})
+
+	// A ConfigMap of b's range, in a's unsharded cache.
+	uid := ""
+	for i := 0; uid == ""; i++ {
+		if u := "uid-" + strconv.Itoa(i); b.Serving().Contains(Hash(u)) {
+			uid = u
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}, Data: map[string]string{"v": "1"}}
+	reader := crfake.NewClientBuilder().WithObjects(cm).Build()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
+	var reconciledV2 atomic.Bool
+	key := ObjectKey(a, reader, &corev1.ConfigMap{})
+	ctl := startMiniController(Reconciler(a, key, reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		var got corev1.ConfigMap
+		if err := reader.Get(ctx, req.NamespacedName, &got); err != nil {
+			return reconcile.Result{}, err
+		}
+		if got.Data["v"] == "2" {
+			reconciledV2.Store(true)
+		}
+		return reconcile.Result{}, nil
+	})))
+	defer ctl.stop()
+	// The source the README tells such controllers to add.
+	srcCtx, stopSrc := context.WithCancel(context.Background())
+	defer stopSrc()
+	if err := Handovers(a, reader, &corev1.ConfigMapList{}, key).Start(srcCtx, ctl.queue); err != nil {
+		t.Fatal(err)
+	}
+
+	// b crashes; the object is updated, and the event reaches a while b's
+	// Lease is still live: a is not assigned the object's hash, and drops it.
+	cut.Store(true)
+	cm.Data["v"] = "2"
+	if err := reader.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	ctl.queue.Add(req)
+	waitFor(t, "a handling the update", 5*time.Second, func() bool { return ctl.processed.Load() >= 1 })
+	if reconciledV2.Load() || a.Serving().Contains(Hash(uid)) || a.Assigned(Hash(uid)) {
+		t.Fatal("a was assigned b's range before b's Lease could expire: the test missed the hand-over")
+	}
+
+	waitFor(t, "a taking b's range over", 10*time.Second, func() bool { return a.Serving().Equal(FullRange()) })
+	for deadline := time.Now().Add(3 * time.Second); !reconciledV2.Load(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the update made while b's range moved to a was never reconciled: a dropped it before it was assigned the range, and nothing sent it again once it served the range")
+		}
+	}
+}
+
+// A Handovers source learns every hash serving gained since it last
+// looked, a hash lost and regained in between included (a fence, then a
+// renewal): reading the served range before and after would miss it.
+func TestGateReportsEveryGain(t *testing.T) {
+	g := newGate(testingclock.NewFakeClock(time.Now()))
+	sub := g.subscribeGains()
+	half, rest := NewRange(0, 1<<63), NewRange(1<<63, 0)
+	g.set(half, time.Now().Add(time.Hour))
+	if got := g.takeGains(sub); !got.Equal(half) {
+		t.Fatalf("first claim: gained %s, want %s", got, half)
+	}
+	g.set(FullRange(), time.Now().Add(time.Hour))
+	g.fence()
+	g.set(half, time.Now().Add(2*time.Hour))
+	select {
+	case <-sub.signal:
+	default:
+		t.Fatal("no signal after gains")
+	}
+	if got := g.takeGains(sub); !got.Equal(FullRange()) {
+		t.Fatalf("after gaining %s, losing everything and regaining %s: gained %s, want everything", rest, half, got)
+	}
+	if got := g.takeGains(sub); !got.Empty() {
+		t.Fatalf("a second take returned %s", got)
+	}
+	g.unsubscribeGains(sub)
+	g.set(FullRange(), time.Now().Add(3*time.Hour))
+	if got := g.takeGains(sub); !got.Empty() {
+		t.Fatalf("an unsubscribed source was told of %s", got)
+	}
+}
