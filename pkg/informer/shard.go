@@ -2,7 +2,9 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,7 +45,10 @@ import (
 // Informers of the kinds of except (example objects, matched by API group
 // and kind; typed objects need a kind in the scheme) are not sharded:
 // with NewCacheWith, the controller's own configuration, or the secondary
-// objects every replica needs whole.
+// objects every replica needs whole. A nil member, a nil exclusion, one
+// without a kind, or a kind given twice make the options invalid (see
+// ValidateOptions). A controller whose primary kind is excluded adds the
+// source shard.Handovers.
 func WithShard(member *shard.Member, except ...runtime.Object) Option {
 	return func(c *config) { c.shard = &shardConfig{member: member, except: except} }
 }
@@ -64,12 +69,37 @@ func (sc *shardConfig) validate(s *runtime.Scheme) error {
 	if sc.member == nil {
 		return fmt.Errorf("WithShard: the member is nil")
 	}
-	for _, obj := range sc.except {
-		if _, ok := groupKindOf(obj, s); !ok {
-			return fmt.Errorf("WithShard: the exclusion %T has no kind: set its TypeMeta or use a type of the scheme", obj)
+	seen := make(map[schema.GroupKind]int, len(sc.except))
+	var errs []error
+	for i, obj := range sc.except {
+		if isNilObject(obj) {
+			errs = append(errs, fmt.Errorf("WithShard: exclusion %d is nil", i))
+			continue
 		}
+		gk, ok := groupKindOf(obj, s)
+		if !ok {
+			errs = append(errs, fmt.Errorf("WithShard: the exclusion %T has no kind: set its TypeMeta or use a type of the scheme", obj))
+			continue
+		}
+		// A kind given twice is most likely another kind mistyped, which
+		// would then be sharded.
+		if j, dup := seen[gk]; dup {
+			errs = append(errs, fmt.Errorf("WithShard: exclusions %d and %d are both %s", j, i, gk))
+			continue
+		}
+		seen[gk] = i
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// isNilObject reports whether obj is nil or a nil pointer, whose kind
+// cannot be read.
+func isNilObject(obj runtime.Object) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // excludes reports whether informers of obj's kind are left unsharded.
@@ -89,7 +119,7 @@ func (sc *shardConfig) excludes(obj runtime.Object, s *runtime.Scheme) bool {
 // groupKindOf is obj's group and kind: from its TypeMeta if set
 // (unstructured and metadata-only objects), else from the scheme.
 func groupKindOf(obj runtime.Object, s *runtime.Scheme) (schema.GroupKind, bool) {
-	if obj == nil {
+	if isNilObject(obj) {
 		return schema.GroupKind{}, false
 	}
 	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" {

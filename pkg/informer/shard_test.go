@@ -297,6 +297,30 @@ func TestShardExclusionsAndValidation(t *testing.T) {
 	if err := ValidateOptions(WithShard(m, &noKind{})); err == nil || !strings.Contains(err.Error(), "WithShard: the exclusion") {
 		t.Errorf("an exclusion without a kind: %v", err)
 	}
+	// A kind excluded twice is most likely another kind mistyped; a nil
+	// exclusion, typed or not, is no kind at all.
+	secretMeta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
+	for _, tc := range []struct {
+		what   string
+		except []kruntime.Object
+		want   string
+	}{
+		{"a kind excluded twice", []kruntime.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.ConfigMap{}}, "WithShard: exclusions 0 and 2 are both ConfigMap"},
+		{"a kind excluded twice, typed and metadata-only", []kruntime.Object{&corev1.Secret{}, secretMeta}, "WithShard: exclusions 0 and 1 are both Secret"},
+		{"a nil exclusion", []kruntime.Object{nil}, "WithShard: exclusion 0 is nil"},
+		{"a typed nil exclusion", []kruntime.Object{(*corev1.ConfigMap)(nil)}, "WithShard: exclusion 0 is nil"},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: ValidateOptions panicked: %v", tc.what, r)
+				}
+			}()
+			if err := ValidateOptions(WithShard(m, tc.except...)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want an error saying %q", tc.what, err, tc.want)
+			}
+		}()
+	}
 	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
 	if !(&shardConfig{member: m, except: []kruntime.Object{&corev1.Secret{}}}).excludes(meta, defaultScheme) {
 		t.Error("a typed exclusion does not match the metadata-only informer of its kind")
