@@ -36,7 +36,8 @@ import (
 // its primary objects' (For, or namespaces with NamespaceList and
 // RequestName).
 //
-// Handovers panics if an argument is nil or list is not a list type.
+// Handovers panics if an argument is nil, list is not a list type, or key
+// is RequestName or RequestNamespace and m's key is not KeyNamespace.
 func Handovers(m *Member, reader client.Reader, list client.ObjectList, key KeyFunc) source.Source {
 	switch {
 	case m == nil:
@@ -50,6 +51,7 @@ func Handovers(m *Member, reader client.Reader, list client.ObjectList, key KeyF
 	case !meta.IsListType(list):
 		panic(fmt.Sprintf("shard.Handovers: %T is not a list type", list))
 	}
+	checkKey("shard.Handovers", m, key)
 	return &handovers{m: m, reader: reader, list: list, key: key}
 }
 

@@ -58,8 +58,14 @@ type ListerWatcher struct {
 
 // NewListerWatcher wraps lw for m's key. Its range is empty until SetRange.
 // report, if not nil, is called whenever Filtering changes, with the
-// reason.
+// reason. NewListerWatcher panics if lw or m is nil.
 func NewListerWatcher(lw toolscache.ListerWatcher, m *Member, report func(f Filtering, reason string)) *ListerWatcher {
+	switch {
+	case isNil(lw):
+		panic("shard.NewListerWatcher: the ListerWatcher is nil")
+	case m == nil:
+		panic("shard.NewListerWatcher: the member is nil")
+	}
 	l := &ListerWatcher{inner: toolscache.ToListerWatcherWithContext(lw), key: m.Key(), probe: m.serverFilters, report: report}
 	if u, ok := lw.(interface{ IsWatchListSemanticsUnSupported() bool }); ok {
 		l.noStream = u.IsWatchListSemanticsUnSupported()

@@ -51,7 +51,7 @@ type Member struct {
 // member needs get, list, watch, create, update, patch and delete on Leases
 // in namespace.
 func New(leases coordinationclient.LeasesGetter, namespace, name string, opts ...Option) (*Member, error) {
-	if leases == nil {
+	if isNil(leases) {
 		return nil, errors.New("shard: a Lease client is required")
 	}
 	cfg, err := newConfig(namespace, name, opts)

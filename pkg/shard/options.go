@@ -43,6 +43,7 @@ type Option func(*config)
 type config struct {
 	name, namespace string
 	identity        string
+	identitySet     bool   // WithIdentity was given
 	leaseName       string // name-identity: the member's name in the assignment
 	holder          string // identity_instance: tells processes of one identity apart
 	leaseDuration   time.Duration
@@ -63,7 +64,10 @@ type config struct {
 // name that no member of another controller in the namespace has (Start
 // returns an error if one does). A stable identity (a StatefulSet's pod
 // names) keeps a restarted replica's range where it was.
-func WithIdentity(id string) Option { return func(c *config) { c.identity = id } }
+// An empty id is an error: leave the option out for the host name.
+func WithIdentity(id string) Option {
+	return func(c *config) { c.identity, c.identitySet = id, true }
+}
 
 // WithLeaseDuration sets how long after its last renewal a member's Lease is
 // dead to the others (default 15 s; written to the Lease in whole seconds,
@@ -118,8 +122,14 @@ func newConfig(namespace, name string, opts []Option) (*config, error) {
 		buckets: DefaultBuckets, key: KeyUID,
 		clock: clock.RealClock{}, logger: klog.Background().WithName("shard"), metrics: metrics.Default,
 	}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("shard: option %d is nil", i)
+		}
 		opt(c)
+	}
+	if c.identitySet && c.identity == "" {
+		return nil, errors.New(`shard: WithIdentity(""): the identity is empty (leave the option out for the host name)`)
 	}
 	if c.identity == "" {
 		host, err := os.Hostname()

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +46,19 @@ const RetryAfter = 200 * time.Millisecond
 //     which enqueues the objects of every range the member takes over.
 //
 // key's errors are returned, so the request is retried.
+//
+// Reconciler panics if an argument is nil, or if key is RequestName or
+// RequestNamespace and m's key is not KeyNamespace.
 func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconciler {
+	switch {
+	case m == nil:
+		panic("shard.Reconciler: the member is nil")
+	case key == nil:
+		panic("shard.Reconciler: the key is nil")
+	case isNil(r):
+		panic("shard.Reconciler: the reconciler is nil")
+	}
+	checkKey("shard.Reconciler", m, key)
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		value, ok, err := key(ctx, req)
 		if err != nil {
@@ -80,8 +93,17 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 
 // ObjectKey is the KeyFunc that reads the request's object from reader
 // (typically the manager's cache) into a copy of obj and returns the field
-// m hashes. An object that is not found is unknown.
+// m hashes. An object that is not found is unknown. ObjectKey panics if an
+// argument is nil.
 func ObjectKey(m *Member, reader client.Reader, obj client.Object) KeyFunc {
+	switch {
+	case m == nil:
+		panic("shard.ObjectKey: the member is nil")
+	case isNil(reader):
+		panic("shard.ObjectKey: the reader is nil")
+	case isNil(obj):
+		panic("shard.ObjectKey: the object is nil")
+	}
 	return func(ctx context.Context, req reconcile.Request) (string, bool, error) {
 		o, ok := obj.DeepCopyObject().(client.Object)
 		if !ok {
@@ -109,4 +131,20 @@ func RequestNamespace(_ context.Context, req reconcile.Request) (string, bool, e
 // serves the objects in it: the request's name.
 func RequestName(_ context.Context, req reconcile.Request) (string, bool, error) {
 	return req.Name, true, nil
+}
+
+// checkKey panics if key places requests by a namespace (RequestName,
+// RequestNamespace) while m places objects by UID: the replica would
+// reconcile requests whose objects its caches do not hold, and drop those
+// they do.
+func checkKey(fn string, m *Member, key KeyFunc) {
+	if m.Key() == KeyNamespace {
+		return
+	}
+	for name, byNamespace := range map[string]KeyFunc{"RequestName": RequestName, "RequestNamespace": RequestNamespace} {
+		if reflect.ValueOf(key).Pointer() == reflect.ValueOf(byNamespace).Pointer() {
+			panic(fmt.Sprintf("%s: shard.%s places requests by a namespace, but the member's key is %s: give the member WithKey(shard.KeyNamespace), or use shard.ObjectKey",
+				fn, name, string(m.Key())))
+		}
+	}
 }

@@ -101,7 +101,11 @@ func TestRequestKeys(t *testing.T) {
 // assigned but does not serve yet, or serves while a sharded cache does not
 // hold it yet, is retried, not dropped.
 func TestReconcilerRetriesWhatIsComing(t *testing.T) {
-	m := idleMember(t)
+	// Requests placed by their namespace, with a member of that key.
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(logr.Discard()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
 	calls := 0
 	r := Reconciler(m, RequestNamespace, reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
 		calls++
@@ -194,7 +198,7 @@ func TestReconcilerSaysWhyItsMemberHasNoAssignment(t *testing.T) {
 			})
 			clk := testingclock.NewFakeClock(time.Now())
 			var logs logLines
-			m, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(logs.logger()), WithMetrics(nil), WithClock(clk))
+			m, err := New(client.CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(logs.logger()), WithMetrics(nil), WithClock(clk))
 			if err != nil {
 				t.Fatal(err)
 			}
