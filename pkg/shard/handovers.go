@@ -108,7 +108,9 @@ func (h *handovers) enqueue(ctx context.Context, q workqueue.TypedRateLimitingIn
 	if !ok {
 		return 0, fmt.Errorf("%T does not copy to a client.ObjectList", h.list)
 	}
-	if err := h.reader.List(ctx, list); err != nil {
+	// Only names are read: a cache need not copy every object it holds
+	// (a client that is not a cache ignores the option).
+	if err := h.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, fmt.Errorf("listing %T: %w", h.list, err)
 	}
 	n := 0
