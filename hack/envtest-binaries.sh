@@ -58,7 +58,7 @@ else
   pkg=k8s.io/component-base/version
   ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  log "building kube-apiserver $k8s_version (about 5 minutes on 2 cores the first time) ..."
+  log "building kube-apiserver $k8s_version (several minutes on 2 cores the first time: docs/usage.md says how many) ..."
   go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$out/kube-apiserver.partial" k8s.io/kubernetes/cmd/kube-apiserver
   mv "$out/kube-apiserver.partial" "$out/kube-apiserver"
   apiserver_ok || { log "built kube-apiserver does not report $k8s_version"; exit 1; }
