@@ -92,8 +92,9 @@ var _ toolscache.SharedIndexInformer = (*SharedIndexInformer)(nil)
 // The differences from client-go's informer that are deliberate (relist
 // reuse, the fallback from streaming lists, paginated consistent lists,
 // the transform and panic cases above, what client-go's queued-items
-// metric counts, metrics and sync diagnostics) are listed under
-// "Compatibility with client-go" in pkg/informer/README.md.
+// metric counts, metrics and sync diagnostics) are summarised under
+// "Compatibility with client-go" in pkg/informer/README.md; docs/compatibility.md
+// in the repository lists every one, with client-go's behaviour beside it.
 type SharedIndexInformer struct {
 	// Set at construction, never changed.
 	objectType        runtime.Object
