@@ -26,7 +26,9 @@
 //     resource version", and a resourceVersionMatch or resourceVersion sent
 //     together with continue is rejected.
 //   - WATCH from a resourceVersion replays the history after it; from "" or
-//     "0" it first sends synthetic ADDED events of the current state.
+//     "0" it first sends synthetic ADDED events of the current state
+//     (with sendInitialEvents=false, none: only the changes after the
+//     newest resourceVersion).
 //     sendInitialEvents=true streams the state and, when bookmarks are
 //     allowed, ends it with the BOOKMARK annotated
 //     k8s.io/initial-events-end: "true" (without bookmarks the real server
