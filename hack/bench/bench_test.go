@@ -220,9 +220,15 @@ func TestFlagValuesHoldDefaultsToo(t *testing.T) {
 	}
 }
 
+// A child runs with client-go's defaults whatever the parent's environment
+// says: KUBE_CACHE_MUTATION_DETECTOR (which Kubernetes' test scripts
+// export) makes client-go's informer and our plain store hold a copy of
+// every object, but not our encoded store.
 func TestChildEnv(t *testing.T) {
-	env := childEnv([]string{"PATH=/bin", "GOGC=off", "GOMEMLIMIT=1", "KUBE_FEATURE_WatchListClient=true"}, 50, 1234, []string{"KUBE_FEATURE_WatchListClient=false"})
-	want := []string{"PATH=/bin", "GOGC=50", "GOMEMLIMIT=1234", "KUBE_FEATURE_WatchListClient=false"}
+	env := childEnv([]string{"PATH=/bin", "GOGC=off", "GOMEMLIMIT=1", "KUBE_FEATURE_WatchListClient=true",
+		"KUBE_CACHE_MUTATION_DETECTOR=true", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=true", "KUBEBUILDER_ASSETS=/k8s"},
+		50, 1234, []string{"KUBE_FEATURE_WatchListClient=false"})
+	want := []string{"PATH=/bin", "KUBEBUILDER_ASSETS=/k8s", "GOGC=50", "GOMEMLIMIT=1234", "KUBE_FEATURE_WatchListClient=false"}
 	if !slices.Equal(env, want) {
 		t.Errorf("childEnv = %v, want %v", env, want)
 	}

@@ -332,17 +332,10 @@ func forceRelist(p *faultproxy.Proxy, resource string) error {
 	return nil
 }
 
-// childEnv is the parent's environment with GOGC, GOMEMLIMIT and client-go
-// feature gates replaced by the child's.
+// childEnv is the parent's environment as a child gets it: GOGC, GOMEMLIMIT
+// and client-go's switches replaced by the child's (benchkit.ChildEnv).
 func childEnv(environ []string, gogc int, memLimit int64, extra []string) []string {
-	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
-		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "KUBE_FEATURE_")
-	})
-	env = append(env, "GOGC="+strconv.Itoa(gogc))
-	if memLimit > 0 {
-		env = append(env, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
-	}
-	return append(env, extra...)
+	return benchkit.ChildEnv(environ, gogc, memLimit, extra...)
 }
 
 func tail(path string, n int) string {

@@ -31,6 +31,12 @@ import (
 // TestMain lets the test binary serve as the smoke tests' child process.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
+		if os.Getenv(checkEnvEnv) != "" {
+			if off := offDefaults(os.Environ()); len(off) > 0 {
+				fmt.Fprintf(os.Stderr, "the child runs off the defaults: %v\n", off)
+				os.Exit(3)
+			}
+		}
 		if canned := os.Getenv(cannedResultEnv); canned != "" {
 			fmt.Println(msgResult + canned) // a child that measured this
 			os.Exit(0)
@@ -42,6 +48,45 @@ func TestMain(m *testing.M) {
 
 // cannedResultEnv makes the test binary, as a child, print that Result.
 const cannedResultEnv = "LOAD_TEST_CANNED_RESULT"
+
+// checkEnvEnv makes the test binary, as a child, fail when its environment
+// holds a setting users' processes do not have (offDefaults).
+const checkEnvEnv = "LOAD_TEST_CHECK_ENV"
+
+// offDefaults returns the variables of env that move a child off the
+// defaults: a GOGC other than 100, a GOMEMLIMIT, any of client-go's KUBE_
+// switches.
+func offDefaults(env []string) []string {
+	var off []string
+	for _, kv := range env {
+		if (strings.HasPrefix(kv, "GOGC=") && kv != "GOGC=100") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "KUBE_") {
+			off = append(off, kv)
+		}
+	}
+	return off
+}
+
+// A child runs as users' processes do whatever the parent's environment
+// says: default GOGC, no GOMEMLIMIT, client-go's default feature gates and
+// none of its debugging switches (KUBE_CACHE_MUTATION_DETECTOR, which
+// Kubernetes' test scripts export, keeps a copy of every object client-go's
+// informer stores).
+func TestChildRunsWithTheDefaults(t *testing.T) {
+	for kv, v := range map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB", "KUBE_FEATURE_WatchListClient": "false",
+		"KUBE_CACHE_MUTATION_DETECTOR": "true", "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR": "true"} {
+		t.Setenv(kv, v)
+	}
+	t.Setenv(checkEnvEnv, "1")
+	t.Setenv(cannedResultEnv, `{"backend":"fake","informer":"client-go","handlers":"fast","rate":200,"writes":100,"windowSeconds":1,"fast":{"calls":100}}`)
+	o, err := parseOptions([]string{"--backends", "fake", "--rates", "200", "--handlers", "fast", "--informers", "client-go", "--out", t.TempDir()}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.exe = os.Args[0]
+	if err := run(context.Background(), o, io.Discard, io.Discard); err != nil {
+		t.Errorf("run with GOGC, GOMEMLIMIT and client-go's KUBE_ switches set in the parent: %v", err)
+	}
+}
 
 // A run in which the fast handler missed writes, an informer relisted or an
 // update came without its write time fails: it does not become a row.

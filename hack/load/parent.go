@@ -150,9 +150,7 @@ func runJob(ctx context.Context, o options, j job, w *clusterWriter) (Result, er
 	ctx, cancel := context.WithTimeout(ctx, 3*o.duration+10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, o.exe, args...)
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=")
-	}), "GOGC="+strconv.Itoa(o.gogc))
+	cmd.Env = benchkit.ChildEnv(os.Environ(), o.gogc, 0)
 	cmd.Stderr = logFile
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

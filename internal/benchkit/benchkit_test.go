@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -118,5 +119,17 @@ func TestWaitFor(t *testing.T) {
 	err := WaitFor(ctx, make(chan struct{}), "the informer to sync")
 	if err == nil || !strings.Contains(err.Error(), "the informer to sync") || !errors.Is(err, context.Canceled) {
 		t.Errorf("WaitFor(cancelled) = %v, want an error naming what it waited for, wrapping context.Canceled", err)
+	}
+}
+
+func TestChildEnv(t *testing.T) {
+	env := ChildEnv([]string{"PATH=/bin", "GOGC=off", "GOMEMLIMIT=1", "KUBE_FEATURE_WatchListClient=false",
+		"KUBE_CACHE_MUTATION_DETECTOR=true", "KUBECONFIG=/k", "KUBEBUILDER_ASSETS=/a"}, 100, 0, "X=1")
+	want := []string{"PATH=/bin", "KUBECONFIG=/k", "KUBEBUILDER_ASSETS=/a", "GOGC=100", "X=1"}
+	if !slices.Equal(env, want) {
+		t.Errorf("ChildEnv = %v, want %v", env, want)
+	}
+	if env := ChildEnv(nil, 50, 1234); !slices.Equal(env, []string{"GOGC=50", "GOMEMLIMIT=1234"}) {
+		t.Errorf("ChildEnv with a memory limit = %v", env)
 	}
 }
