@@ -208,6 +208,40 @@ func TestGoals(t *testing.T) {
 	}
 }
 
+// Of each pair the goals compare, neither is always measured first: the
+// child before a row's leaves the API server and the machine in a state of
+// its own (a LIST of every object just served, garbage to collect, a
+// repopulation after a churn), and a fixed order would hand that to the
+// same side of every ratio. The floor stays first.
+func TestChildOrderAlternatesThePairs(t *testing.T) {
+	all, err := selectVariants("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := [][2]string{{"client-go", "ours-stream"}, {"client-go-list", "ours-listwatch"},
+		{"client-go-reflector", "ours-pipeline-stream"}, {"client-go-reflector-list", "ours-pipeline-listwatch"},
+		{"client-go-strip", "ours-stream-strip"}, {"client-go-churn100", "ours-stream-churn100"}}
+	for _, p := range pairs {
+		first := map[string]int{}
+		for run := range 4 {
+			order := childOrder(all, run)
+			if order[0].name != "floor" || len(order) != len(all) {
+				t.Fatalf("run %d measures %d variants, %s first; want all %d, the floor first", run, len(order), order[0].name, len(all))
+			}
+			i := slices.IndexFunc(order, func(v variant) bool { return v.name == p[0] })
+			j := slices.IndexFunc(order, func(v variant) bool { return v.name == p[1] })
+			if i < j {
+				first[p[0]]++
+			} else {
+				first[p[1]]++
+			}
+		}
+		if first[p[0]] != 2 || first[p[1]] != 2 {
+			t.Errorf("over 4 runs %s went first %d times, %s %d times; want 2 each", p[0], first[p[0]], p[1], first[p[1]])
+		}
+	}
+}
+
 func TestFlagValuesHoldDefaultsToo(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.Int("runs", 3, "")

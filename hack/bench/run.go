@@ -87,7 +87,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	}
 	var phases []benchresults.Phase
 	for run := range o.runs {
-		for _, v := range selected {
+		for _, v := range childOrder(selected, run) {
 			ps, err := m.runChild(ctx, v, 0, run)
 			if err != nil {
 				return err
@@ -101,7 +101,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 			return err
 		}
 		for run := range o.runs {
-			for _, v := range selected {
+			for _, v := range childOrder(selected, run) {
 				ps, err := m.runChild(ctx, v, limit, run)
 				if err != nil {
 					return err
@@ -118,6 +118,26 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	return rep.publish(o.publish)
+}
+
+// childOrder is the order in which run number run measures the selected
+// variants: the floor first, then the others in table order in even runs
+// and in reverse in odd ones. Of each pair the goals compare, client-go's
+// row comes first in the table, so that each side goes first in every
+// other run and follows the same other child in neither: the child before
+// leaves the API server and the machine in a state of its own (a LIST of
+// every object just served, garbage to collect, a repopulation after a
+// churn), which a fixed order would hand to the same side of every ratio.
+func childOrder(selected []variant, run int) []variant {
+	order := slices.Clone(selected)
+	floors := 0
+	for floors < len(order) && order[floors].kind == floorKind {
+		floors++
+	}
+	if run%2 == 1 {
+		slices.Reverse(order[floors:])
+	}
+	return order
 }
 
 func cmpBool(a, b bool) int {
