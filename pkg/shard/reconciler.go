@@ -2,11 +2,14 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -38,8 +41,10 @@ const RetryAfter = 200 * time.Millisecond
 //     that lasts a lease duration, m logs why, once: it was never started,
 //     or it has not listed the member Leases (missing RBAC, an outage).
 //   - A request for an object of another member, or whose key is unknown
-//     (key says !ok, for example an object not in the cache), is dropped
-//     with a nil error: the owner's informers deliver it there. If the
+//     (key says !ok: an object not in the cache that ObjectKey did not
+//     see deleted), is dropped with a nil error: the owner's informers
+//     deliver it there. The request of a deletion that key places (see
+//     ObjectKey) goes to the replica whose range held the object. If the
 //     primary kind is not sharded, every replica sees every event, and one
 //     that arrives while the object's hash moves between replicas is
 //     dropped by all of them: such a controller adds the source Handovers,
@@ -60,7 +65,8 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 	}
 	checkKey("shard.Reconciler", m, key)
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		value, ok, err := key(ctx, req)
+		var settled settlement
+		value, ok, err := key(context.WithValue(ctx, settledKey{}, &settled), req)
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("shard: placing %s: %w", req.NamespacedName, err)
 		}
@@ -79,6 +85,7 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 		case !ok:
 			m.cfg.rec.Request("not_served")
 			m.cfg.logger.V(4).Info("Dropped a request for an object this replica does not serve", "request", req.NamespacedName)
+			settled.settle()
 			return reconcile.Result{}, nil
 		}
 		defer done()
@@ -87,14 +94,37 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 			return reconcile.Result{RequeueAfter: RetryAfter}, nil
 		}
 		m.cfg.rec.Request("reconciled")
-		return r.Reconcile(ctx, req)
+		res, err := r.Reconcile(ctx, req)
+		if res.IsZero() && (err == nil || errors.Is(err, reconcile.TerminalError(nil))) {
+			settled.settle() // not requeued
+		}
+		return res, err
 	})
 }
 
 // ObjectKey is the KeyFunc that reads the request's object from reader
-// (typically the manager's cache) into a copy of obj and returns the field
-// m hashes. An object that is not found is unknown. ObjectKey panics if an
-// argument is nil.
+// (typically the manager's cache) and returns the field m hashes; it reads
+// it without a deep copy (client.UnsafeDisableDeepCopy, which
+// controller-runtime's cache honours) and only looks at that field.
+// ObjectKey panics if an argument is nil.
+//
+// The request of a deletion finds nothing to read. With KeyNamespace,
+// ObjectKey then answers the request's namespace, the object's. With
+// KeyUID, it answers the UID that the object had: if reader has informers
+// (a controller-runtime cache.Informers, as the manager's cache is),
+// ObjectKey adds a handler to obj's informer that records, for each object
+// the cache sees deleted (DeletedFinalStateUnknown tombstones included:
+// an object that left the member's range, or that a relist found gone),
+// its namespace, name and UID. So the replica whose range held the object
+// reconciles its deletion, and the others drop it. A record goes once a
+// Reconciler has settled its request (reconciled without an error or a
+// requeue, or dropped it for another replica's), or when the object is
+// read again (re-created), and at the latest after DeletedKeyTTL; one
+// ObjectKey keeps at most MaxDeletedKeys, the oldest going first (logged
+// once). Past those bounds, and for a reader without informers, a
+// request for an object that is not found is unknown and dropped by every
+// replica, as is one for an object no replica's cache held (a mapping to a
+// name that does not exist).
 func ObjectKey(m *Member, reader client.Reader, obj client.Object) KeyFunc {
 	switch {
 	case m == nil:
@@ -104,20 +134,92 @@ func ObjectKey(m *Member, reader client.Reader, obj client.Object) KeyFunc {
 	case isNil(obj):
 		panic("shard.ObjectKey: the object is nil")
 	}
-	return func(ctx context.Context, req reconcile.Request) (string, bool, error) {
-		o, ok := obj.DeepCopyObject().(client.Object)
-		if !ok {
-			return "", false, fmt.Errorf("%T does not copy to a client.Object", obj)
-		}
-		if err := reader.Get(ctx, req.NamespacedName, o); err != nil {
-			if apierrors.IsNotFound(err) {
-				return "", false, nil
-			}
-			return "", false, err
-		}
-		v, err := m.Key().ValueOf(o)
-		return v, err == nil, err
+	return newObjectKey(m, reader, obj).key
+}
+
+// informerSource is the part of a controller-runtime cache that gives an
+// object's informer.
+type informerSource interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...crcache.InformerGetOption) (crcache.Informer, error)
+}
+
+type objectKey struct {
+	m       *Member
+	reader  client.Reader
+	obj     client.Object
+	deleted *deletedKeys // nil: no record (KeyNamespace, or no informers)
+
+	mu        sync.Mutex
+	informers informerSource // until the record's handler is added
+	lastTry   time.Time
+}
+
+func newObjectKey(m *Member, reader client.Reader, obj client.Object) *objectKey {
+	k := &objectKey{m: m, reader: reader, obj: obj}
+	if src, ok := reader.(informerSource); ok && m.Key() == KeyUID {
+		k.deleted = newDeletedKeys(m.cfg.clock, DeletedKeyTTL, MaxDeletedKeys, func() {
+			m.cfg.logger.Error(nil, "More objects were deleted than shard.ObjectKey keeps the keys of, before their requests were settled: the requests of the oldest deletions are dropped by every replica",
+				"type", fmt.Sprintf("%T", obj), "max", MaxDeletedKeys)
+		})
+		k.informers = src
+		// The informer does not start here: a manager's cache starts
+		// its informers with itself (it has not started yet when
+		// controllers are built), and so does a started cache's Get.
+		k.watchDeletions(context.Background())
 	}
+	return k
+}
+
+// watchDeletions adds the record's handler to obj's informer, if it has not
+// been added yet; a failure (a kind the cache cannot map yet) is logged
+// and tried again, at most once a second, when a request is not found.
+func (k *objectKey) watchDeletions(ctx context.Context) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := k.m.cfg.clock.Now()
+	if k.informers == nil || (!k.lastTry.IsZero() && now.Sub(k.lastTry) < time.Second) {
+		return
+	}
+	k.lastTry = now
+	inf, err := k.informers.GetInformer(ctx, k.obj, crcache.BlockUntilSynced(false))
+	if err == nil {
+		_, err = inf.AddEventHandler(k.deleted.handler(k.m.Key()))
+	}
+	if err != nil {
+		k.m.cfg.logger.Error(err, "shard.ObjectKey cannot follow the deletions of its objects; until it can, the requests of deleted objects are dropped by every replica",
+			"type", fmt.Sprintf("%T", k.obj))
+		return
+	}
+	k.informers = nil
+}
+
+func (k *objectKey) key(ctx context.Context, req reconcile.Request) (string, bool, error) {
+	o, ok := k.obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return "", false, fmt.Errorf("%T does not copy to a client.Object", k.obj)
+	}
+	// Only the hashed field is read: the cache need not copy the object.
+	err := k.reader.Get(ctx, req.NamespacedName, o, client.UnsafeDisableDeepCopy)
+	switch {
+	case err == nil:
+		if k.deleted != nil {
+			k.deleted.forget(req.NamespacedName) // re-created
+		}
+		v, err := k.m.Key().ValueOf(o)
+		return v, err == nil, err
+	case !apierrors.IsNotFound(err):
+		return "", false, err
+	case k.m.Key() == KeyNamespace:
+		return req.Namespace, true, nil
+	case k.deleted == nil:
+		return "", false, nil
+	}
+	k.watchDeletions(ctx)
+	v, forget, ok := k.deleted.lookup(req.NamespacedName)
+	if ok {
+		onSettled(ctx, forget)
+	}
+	return v, ok, nil
 }
 
 // RequestNamespace is the KeyFunc of KeyNamespace sharding for namespaced

@@ -1,0 +1,243 @@
+package shard
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// informerReader is what a manager's cache is to ObjectKey: a reader of the
+// objects, and the informer that delivers their events (one kind).
+type informerReader struct {
+	objects client.Client
+	inf     *testInformer
+}
+
+func newInformerReader(objs ...client.Object) *informerReader {
+	return &informerReader{objects: crfake.NewClientBuilder().WithObjects(objs...).Build(), inf: &testInformer{FakeInformer: &controllertest.FakeInformer{}}}
+}
+
+func (r *informerReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return r.objects.Get(ctx, key, obj, opts...)
+}
+
+func (r *informerReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.objects.List(ctx, list, opts...)
+}
+
+func (r *informerReader) GetInformer(context.Context, client.Object, ...crcache.InformerGetOption) (crcache.Informer, error) {
+	return r.inf, nil
+}
+
+// remove deletes obj from the cache, then delivers its delete event, as an
+// informer does (tombstone: as the DeletedFinalStateUnknown of a relist
+// that found it gone).
+func (r *informerReader) remove(t *testing.T, obj client.Object, tombstone bool) {
+	t.Helper()
+	if err := r.objects.Delete(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	var event any = obj
+	if tombstone {
+		event = toolscache.DeletedFinalStateUnknown{Key: obj.GetNamespace() + "/" + obj.GetName(), Obj: obj}
+	}
+	r.inf.mu.Lock()
+	defer r.inf.mu.Unlock()
+	for _, h := range r.inf.handlers {
+		h.OnDelete(event)
+	}
+}
+
+// testInformer is a fake informer that delivers what the test hands it.
+type testInformer struct {
+	*controllertest.FakeInformer
+	mu       sync.Mutex
+	handlers []toolscache.ResourceEventHandler
+}
+
+func (i *testInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.handlers = append(i.handlers, h)
+	return i.FakeInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
+}
+
+func (i *testInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, _ toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandler(h)
+}
+
+func (i *testInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, _ time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandler(h)
+}
+
+// startPair runs two members on one fake clientset until they share the
+// hash space.
+func startPair(t *testing.T) (a, b *Member, stop func()) {
+	t.Helper()
+	leases := fake.NewClientset()
+	opts := []Option{WithLeaseDuration(time.Second), WithRenewDeadline(500 * time.Millisecond), WithRenewInterval(100 * time.Millisecond), WithMetrics(nil)}
+	var err error
+	if a, err = New(leases.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("a"), WithLogger(testLogger(t, "A")))...); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = New(leases.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("b"), WithLogger(testLogger(t, "B")))...); err != nil {
+		t.Fatal(err)
+	}
+	cancelA, doneA := startMember(a)
+	cancelB, doneB := startMember(b)
+	stop = func() {
+		cancelA()
+		cancelB()
+		for _, done := range []<-chan error{doneA, doneB} {
+			if err := <-done; err != nil {
+				t.Errorf("stopping a member: %v", err)
+			}
+		}
+	}
+	waitFor(t, "a and b sharing the hash space", 10*time.Second, func() bool {
+		return !a.Serving().Empty() && !b.Serving().Empty() && a.Serving().Union(b.Serving()).Equal(FullRange())
+	})
+	return a, b, stop
+}
+
+// TestDeletionReconciledByOneReplica: the request of a deleted object (its
+// delete event) finds nothing in the cache; a reconciler that cleans up on
+// NotFound must still run for it, on exactly one replica: the one whose
+// range held the object's hash. The primary kind here is not sharded, so
+// both replicas hold the object, see its deletion and get the request; the
+// tombstone case is a relist that found the object gone.
+func TestDeletionReconciledByOneReplica(t *testing.T) {
+	a, b, stop := startPair(t)
+	defer stop()
+	for _, tombstone := range []bool{false, true} {
+		t.Run("tombstone="+strconv.FormatBool(tombstone), func(t *testing.T) {
+			uid := ""
+			for i := 0; uid == ""; i++ {
+				if u := "uid-" + strconv.Itoa(i) + "-" + strconv.FormatBool(tombstone); b.Serving().Contains(Hash(u)) {
+					uid = u
+				}
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}}
+			req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
+			type replica struct {
+				name     string
+				m        *Member
+				reader   *informerReader
+				key      *objectKey
+				ctl      *miniController
+				notFound atomic.Int64
+			}
+			replicas := []*replica{{name: "a", m: a}, {name: "b", m: b}}
+			for _, r := range replicas {
+				r.reader = newInformerReader(cm.DeepCopy())
+				reader := r.reader
+				r.key = newObjectKey(r.m, reader, &corev1.ConfigMap{})
+				r.ctl = startMiniController(Reconciler(r.m, r.key.key,
+					reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+						if err := reader.Get(ctx, req.NamespacedName, &corev1.ConfigMap{}); apierrors.IsNotFound(err) {
+							r.notFound.Add(1) // the clean-up of a deleted object
+						}
+						return reconcile.Result{}, nil
+					})))
+				defer r.ctl.stop()
+			}
+			for _, r := range replicas {
+				r.reader.remove(t, cm, tombstone)
+				r.ctl.queue.Add(req) // what the controller's own delete handler does
+			}
+			waitFor(t, "both replicas handling the deletion", 5*time.Second, func() bool {
+				return replicas[0].ctl.processed.Load() >= 1 && replicas[1].ctl.processed.Load() >= 1
+			})
+			time.Sleep(3 * RetryAfter) // a retried request would be reconciled by now
+			if na, nb := replicas[0].notFound.Load(), replicas[1].notFound.Load(); na != 0 || nb != 1 {
+				t.Fatalf("the deletion of %s (hash in b's range) was reconciled %d times by a and %d times by b, want once by b only", req, na, nb)
+			}
+			for _, r := range replicas {
+				if n := r.key.deleted.len(); n != 0 {
+					t.Errorf("%s still records %d deletions after it settled the request", r.name, n)
+				}
+			}
+		})
+	}
+}
+
+// The record of deleted objects' keys is bounded in number and age, and
+// forgetting a settled request leaves a later deletion of the same name.
+func TestDeletedKeysBounds(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	full := 0
+	d := newDeletedKeys(clk, time.Minute, 2, func() { full++ })
+	name := func(s string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: s} }
+	d.record(name("x"), "ux")
+	d.record(name("y"), "uy")
+	d.record(name("z"), "uz")
+	d.record(name("w"), "uw")
+	if _, _, ok := d.lookup(name("y")); ok || d.len() != 2 || full != 1 {
+		t.Fatalf("over a bound of 2: %d kept, y kept %v, full told %d times; want 2, the oldest gone, told once", d.len(), ok, full)
+	}
+	clk.Step(time.Minute)
+	if _, _, ok := d.lookup(name("w")); ok || d.len() != 0 {
+		t.Fatalf("after the TTL: %d kept", d.len())
+	}
+
+	d.record(name("x"), "ux1")
+	v, forget, ok := d.lookup(name("x"))
+	if !ok || v != "ux1" {
+		t.Fatalf("lookup(x) = %q, %v", v, ok)
+	}
+	d.record(name("x"), "ux2") // deleted again, re-created in between
+	forget()
+	if v, _, ok := d.lookup(name("x")); !ok || v != "ux2" {
+		t.Fatalf("settling the first deletion of x forgot the second: %q, %v", v, ok)
+	}
+	d.forget(name("x"))
+	if d.len() != 0 {
+		t.Fatalf("%d kept after forget", d.len())
+	}
+}
+
+// ObjectKey places a request whose object is not found by its namespace
+// with KeyNamespace (no record needed), and reads the object without a
+// deep copy.
+func TestObjectKeyReads(t *testing.T) {
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(logr.Discard()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := &optionsReader{Reader: newInformerReader()}
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "gone"}}
+	if v, ok, err := ObjectKey(m, reader, &corev1.ConfigMap{})(context.Background(), req); v != "team-a" || !ok || err != nil {
+		t.Errorf("a deleted object with KeyNamespace: %q, %v, %v; want its namespace", v, ok, err)
+	}
+	if len(reader.opts) != 1 || len(reader.opts[0]) != 1 || reader.opts[0][0] != client.UnsafeDisableDeepCopy {
+		t.Fatalf("ObjectKey's Get had the options %v, want client.UnsafeDisableDeepCopy", reader.opts)
+	}
+}
+
+// optionsReader records the options of every Get.
+type optionsReader struct {
+	client.Reader
+	opts [][]client.GetOption
+}
+
+func (r *optionsReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.opts = append(r.opts, opts)
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
