@@ -163,9 +163,10 @@ func (st ShardStatus) String() string {
 
 // shardState follows a member's range for one informer.
 type shardState struct {
-	member  *shard.Member
-	lw      *shard.ListerWatcher
-	metrics *metricsBridge
+	member      *shard.Member
+	description string // of the objects, naming the cache in the member's logs
+	lw          *shard.ListerWatcher
+	metrics     *metricsBridge
 
 	mu      sync.Mutex
 	cache   *shard.CacheRange // registered while the informer runs
@@ -176,7 +177,7 @@ type shardState struct {
 
 // newShardState wraps lw so that it lists and watches member's range.
 func newShardState(member *shard.Member, lw toolscache.ListerWatcher, m *metricsBridge, description string) *shardState {
-	st := &shardState{member: member, metrics: m, logger: klog.Background()}
+	st := &shardState{member: member, description: description, metrics: m, logger: klog.Background()}
 	// Context-aware first: the shard's ListerWatcher calls lw with contexts,
 	// and a call that ignores its own must not hold up Run's return.
 	st.lw = shard.NewListerWatcher(listerwatcher.ContextAware(lw), member, func(f shard.Filtering, reason string) {
@@ -194,7 +195,7 @@ func newShardState(member *shard.Member, lw toolscache.ListerWatcher, m *metrics
 func (st *shardState) start(ctx context.Context) {
 	st.mu.Lock()
 	st.logger = klog.FromContext(ctx)
-	st.cache = st.member.TrackCache()
+	st.cache = st.member.TrackCacheOf(st.description)
 	st.mu.Unlock()
 	st.lw.SetRange(st.member.Serving())
 }

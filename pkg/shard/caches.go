@@ -1,6 +1,9 @@
 package shard
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // CacheRange is one sharded cache's hold on its member's range: an
 // informer built with informer.WithShard registers one while it runs and
@@ -9,6 +12,15 @@ import "sync"
 // its hash, and reconcilers read complete caches after a hand-over.
 type CacheRange struct {
 	caches *caches
+	name   string
+
+	// Guarded by caches.mu.
+	listed bool // Set has been called
+	// behindSince is when a Reconciler first retried a request for a hash
+	// this cache did not hold, since its last Set; told says that the wait
+	// has been logged.
+	behindSince time.Time
+	told        bool
 }
 
 // caches are the ranges the member's sharded caches hold.
@@ -18,9 +30,18 @@ type caches struct {
 }
 
 // TrackCache registers a sharded cache of the member; it holds nothing
-// until Set. Close it when the cache stops.
-func (m *Member) TrackCache() *CacheRange {
-	c := &CacheRange{caches: &m.caches}
+// until Set. Close it when the cache stops. It is TrackCacheOf an unnamed
+// cache.
+func (m *Member) TrackCache() *CacheRange { return m.TrackCacheOf("") }
+
+// TrackCacheOf registers a sharded cache of the member, named name (its
+// kind, for instance) in the member's logs; it holds nothing until Set.
+// Close it when the cache stops.
+func (m *Member) TrackCacheOf(name string) *CacheRange {
+	if name == "" {
+		name = "an unnamed sharded cache"
+	}
+	c := &CacheRange{caches: &m.caches, name: name}
 	m.caches.mu.Lock()
 	defer m.caches.mu.Unlock()
 	if m.caches.held == nil {
@@ -36,6 +57,8 @@ func (c *CacheRange) Set(r Range) {
 	defer c.caches.mu.Unlock()
 	if _, ok := c.caches.held[c]; ok {
 		c.caches.held[c] = r
+		c.listed = true
+		c.behindSince, c.told = time.Time{}, false
 	}
 }
 
@@ -57,6 +80,45 @@ func (m *Member) CachesHold(h uint64) bool {
 		}
 	}
 	return true
+}
+
+// waitedForCaches is called when a Reconciler retries a request for hash h
+// because a sharded cache does not hold it: a cache that has not held h
+// for a lease duration of such retries is logged, once until its next
+// list completes. A cache that never completes a list (its informer may not
+// list its kind) holds back every request of every controller of the
+// member, and the retried count is all that would show it otherwise.
+func (m *Member) waitedForCaches(h uint64) {
+	type behind struct {
+		name   string
+		listed bool
+		waited time.Duration
+	}
+	var tell []behind
+	now := m.cfg.clock.Now()
+	m.caches.mu.Lock()
+	for c, r := range m.caches.held {
+		if r.Contains(h) {
+			continue
+		}
+		if c.behindSince.IsZero() {
+			c.behindSince = now
+		}
+		if waited := now.Sub(c.behindSince); !c.told && waited >= m.cfg.leaseDuration {
+			c.told = true
+			tell = append(tell, behind{c.name, c.listed, waited})
+		}
+	}
+	m.caches.mu.Unlock()
+	for _, b := range tell {
+		if !b.listed {
+			m.cfg.logger.Error(nil, "Reconcile requests are retried until every sharded cache of the shard member holds their objects, and this cache has not completed a list since it started: until it does, every request of every controller of the member is retried. See its informer's SyncStatus or its errors: it may not be allowed to list its kind (RBAC), or the kind may not exist",
+				"cache", b.name, "waited", b.waited)
+			continue
+		}
+		m.cfg.logger.Error(nil, "Reconcile requests are retried until every sharded cache of the shard member holds their objects, and this cache has not completed its list of the member's new range yet: see its informer's SyncStatus",
+			"cache", b.name, "waited", b.waited)
+	}
 }
 
 // Assigned reports whether the assignment over the live members, as this

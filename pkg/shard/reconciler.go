@@ -40,6 +40,10 @@ const RetryAfter = 200 * time.Millisecond
 //     objects' initial adds, if they are not sharded) comes only once. If
 //     that lasts a lease duration, m logs why, once: it was never started,
 //     or it has not listed the member Leases (missing RBAC, an outage).
+//     If a sharded cache has not held a request's hash for a lease
+//     duration of retries, m logs that cache, once until its next list
+//     completes: one that never completes a list (its kind may not be
+//     listed) holds back every request of every controller of m.
 //   - A request for an object of another member, or whose key is unknown
 //     (key says !ok: an object not in the cache that ObjectKey did not
 //     see deleted), is dropped with a nil error: the owner's informers
@@ -91,6 +95,7 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 		defer done()
 		if !m.CachesHold(h) {
 			m.cfg.rec.Request("retried")
+			m.waitedForCaches(h)
 			return reconcile.Result{RequeueAfter: RetryAfter}, nil
 		}
 		m.cfg.rec.Request("reconciled")

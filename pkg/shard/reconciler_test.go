@@ -233,3 +233,48 @@ func TestReconcilerSaysWhyItsMemberHasNoAssignment(t *testing.T) {
 		})
 	}
 }
+
+// A sharded cache that never completes a list (its informer may not list
+// its kind) holds nothing, so that every request of every controller of
+// its member is retried for as long as it lasts. After a lease duration
+// the member says so, once, naming the cache.
+func TestReconcilerSaysWhichCacheHoldsNothing(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	var logs logLines
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(logs.logger()), WithMetrics(nil), WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.gate.assign(FullRange())
+	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	listed := m.TrackCacheOf("*v1.ConfigMap")
+	listed.Set(FullRange())
+	never := m.TrackCacheOf("*v1.Secret") // forbidden to list Secrets
+	defer listed.Close()
+	defer never.Close()
+	r := Reconciler(m, RequestNamespace, reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		t.Error("reconciled while a cache holds nothing")
+		return reconcile.Result{}, nil
+	}))
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "x"}}
+	const want = "has not completed a list"
+	reconcileAt := func(d time.Duration) {
+		t.Helper()
+		clk.Step(d)
+		if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != RetryAfter {
+			t.Fatalf("a cache holds nothing: %+v, %v; want a retry", res, err)
+		}
+	}
+	reconcileAt(0)
+	reconcileAt(DefaultLeaseDuration - time.Millisecond)
+	if said := logs.matching(want); len(said) != 0 {
+		t.Fatalf("logged before a lease duration had passed: %q", said)
+	}
+	reconcileAt(time.Millisecond)
+	reconcileAt(time.Minute)
+	said := logs.matching(want)
+	if len(said) != 1 || !strings.Contains(said[0], "*v1.Secret") || strings.Contains(said[0], "*v1.ConfigMap") {
+		t.Fatalf("every request retried for %v because a cache holds nothing; log lines saying %q: %q, want one naming *v1.Secret only",
+			DefaultLeaseDuration+time.Minute, want, said)
+	}
+}
