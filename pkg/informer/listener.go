@@ -180,21 +180,56 @@ type delivery struct {
 	sleepBeforeNext bool
 }
 
+// ignored says which calls a handler is known to do nothing for: those of a
+// ResourceEventHandlerFuncs (or DetailedFuncs) without that function. They
+// are not made, so that an encoded store's objects are not decoded for them:
+// a delete-only handler (pkg/shard's ObjectKey adds one) would otherwise
+// decode the whole collection at every relist. Read at each delivery, as a
+// pointer's functions are called.
+type ignored struct{ adds, updates, deletes bool }
+
+func ignoredCalls(h toolscache.ResourceEventHandler) ignored {
+	switch f := h.(type) {
+	case toolscache.ResourceEventHandlerFuncs:
+		return ignored{f.AddFunc == nil, f.UpdateFunc == nil, f.DeleteFunc == nil}
+	case *toolscache.ResourceEventHandlerFuncs:
+		if f != nil {
+			return ignored{f.AddFunc == nil, f.UpdateFunc == nil, f.DeleteFunc == nil}
+		}
+	case toolscache.ResourceEventHandlerDetailedFuncs:
+		return ignored{f.AddFunc == nil, f.UpdateFunc == nil, f.DeleteFunc == nil}
+	case *toolscache.ResourceEventHandlerDetailedFuncs:
+		if f != nil {
+			return ignored{f.AddFunc == nil, f.UpdateFunc == nil, f.DeleteFunc == nil}
+		}
+	}
+	return ignored{}
+}
+
 func (d *delivery) deliver(n notification) {
 	h := d.l.handler
+	ign := ignoredCalls(h)
 	switch n.kind {
 	case notifyAdd:
-		d.call(func() { h.OnAdd(n.newObj, false) })
+		d.callUnless(ign.adds, func() { h.OnAdd(n.newObj, false) })
 	case notifyUpdate:
-		d.call(func() { h.OnUpdate(n.oldObj, n.newObj) })
+		d.callUnless(ign.updates, func() { h.OnUpdate(n.oldObj, n.newObj) })
 	case notifyDelete:
-		d.call(func() { h.OnDelete(n.oldObj) })
+		d.callUnless(ign.deletes, func() { h.OnDelete(n.oldObj) })
 	case notifyReplace:
-		d.deliverReplace(n)
+		d.deliverReplace(n, ign)
 	case notifyObjects:
+		skip := ign.updates
+		if n.isInInitialList {
+			skip = ign.adds
+		}
 		for _, stored := range n.objects {
 			if d.stopped() {
 				return
+			}
+			if skip {
+				d.l.metrics.skipped()
+				continue
 			}
 			obj, ok := d.l.decode.decodeForHandler(stored, "a stored object")
 			switch {
@@ -214,7 +249,7 @@ func (d *delivery) deliver(n notification) {
 	}
 }
 
-func (d *delivery) deliverReplace(n notification) {
+func (d *delivery) deliverReplace(n notification, ign ignored) {
 	h := d.l.handler
 	// The Diff holds the store's values: an encoded store's are decoded here,
 	// for this handler, as it is called.
@@ -222,7 +257,9 @@ func (d *delivery) deliverReplace(n notification) {
 		if d.stopped() {
 			return
 		}
-		if tomb, ok := d.l.decode.decodeTombstone(tomb); ok {
+		if ign.deletes {
+			d.l.metrics.skipped()
+		} else if tomb, ok := d.l.decode.decodeTombstone(tomb); ok {
 			d.call(func() { h.OnDelete(tomb) })
 		} else {
 			d.l.metrics.skipped()
@@ -233,6 +270,8 @@ func (d *delivery) deliverReplace(n notification) {
 			return
 		}
 		switch {
+		case c.Old == nil && ign.adds, c.Old != nil && ign.updates:
+			d.l.metrics.skipped()
 		case c.Old == nil:
 			if obj, ok := d.l.decode.decodeForHandler(c.New, "OnAdd of "+c.Key); ok {
 				d.call(func() { h.OnAdd(obj, n.isInInitialList) })
@@ -277,6 +316,15 @@ func (d *delivery) stopped() bool {
 	default:
 		return false
 	}
+}
+
+// callUnless makes the call f unless the handler ignores it.
+func (d *delivery) callUnless(ignore bool, f func()) {
+	if ignore {
+		d.l.metrics.skipped()
+		return
+	}
+	d.call(f)
 }
 
 func (d *delivery) call(f func()) {

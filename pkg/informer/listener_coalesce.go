@@ -78,20 +78,23 @@ func (l *listener) foldOne(key string, kind changeKind, old, obj any, isInInitia
 // the store handed out as it is called.
 func (d *delivery) deliverChange(c *pendingChange) {
 	h := d.l.handler
-	switch c.kind {
-	case changeAdd:
+	ign := ignoredCalls(h)
+	switch {
+	case c.kind == changeAdd && ign.adds, c.kind == changeUpdate && ign.updates, c.kind == changeDelete && ign.deletes:
+		d.l.metrics.skipped()
+	case c.kind == changeAdd:
 		if obj, ok := d.l.decode.decodeForHandler(c.obj, "OnAdd of "+c.key); ok {
 			d.call(func() { h.OnAdd(obj, c.isInInitialList) })
 		} else {
 			d.l.metrics.skipped()
 		}
-	case changeUpdate:
+	case c.kind == changeUpdate:
 		if oldObj, newObj, ok := d.decodePair(cache.Change{Key: c.key, Old: c.old, New: c.obj}); ok {
 			d.call(func() { h.OnUpdate(oldObj, newObj) })
 		} else {
 			d.l.metrics.skipped()
 		}
-	case changeDelete:
+	case c.kind == changeDelete:
 		obj := c.obj
 		ok := true
 		if tomb, isTomb := obj.(toolscache.DeletedFinalStateUnknown); isTomb {
