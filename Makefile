@@ -76,8 +76,8 @@ docs:
 
 # load: hack/load, informers under sustained update rates with a fast and a
 # slow handler, side by side with client-go, on a real API server (envtest, or
-# --kubeconfig) and on the fake one; results in _output/load/. About 25 minutes
-# with the defaults. Flags go through LOAD_FLAGS, e.g.
+# --kubeconfig) and on the fake one; results in _output/load/. `--runs 3` took 79
+# and 80 minutes here (docs/load.md); the default single run, about a third. Flags go through LOAD_FLAGS, e.g.
 # make load LOAD_FLAGS='--backends fake --rates 5000,max --runs 3'.
 LOAD_FLAGS ?=
 load:
