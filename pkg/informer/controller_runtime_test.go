@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/leaninformer/leaninformer/internal/metricstest"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
 
@@ -97,22 +98,13 @@ func storeObjectsResources(t *testing.T, m *metrics.Metrics) []string {
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	families, err := reg.Gather()
+	series, err := metricstest.Find(reg, "leaninformer_store_objects", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var resources []string
-	for _, f := range families {
-		if f.GetName() != "leaninformer_store_objects" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "resource" {
-					resources = append(resources, l.GetValue())
-				}
-			}
-		}
+	for _, s := range series {
+		resources = append(resources, s.Labels["resource"])
 	}
 	slices.Sort(resources)
 	return resources

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/leaninformer/leaninformer/internal/metricstest"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
 
@@ -25,42 +25,12 @@ import (
 	"github.com/leaninformer/leaninformer/pkg/codec"
 )
 
-// matching returns the series of metric name in reg whose labels include
-// want.
-func matching(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) []*dto.Metric {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*dto.Metric
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue series
-				}
-			}
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // series says whether reg has a series of metric name whose labels
 // include want, and the first one's value.
 func series(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
 	t.Helper()
-	if ms := matching(t, reg, name, want); len(ms) > 0 {
-		return value(ms[0]), true
+	if ms := find(t, reg, name, want); len(ms) > 0 {
+		return ms[0].Value, true
 	}
 	return 0, false
 }
@@ -75,11 +45,16 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[stri
 // sumOf adds up every series of metric name whose labels include want.
 func sumOf(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
 	t.Helper()
-	var sum float64
-	for _, m := range matching(t, reg, name, want) {
-		sum += value(m)
+	return metricstest.Sum(find(t, reg, name, want))
+}
+
+func find(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) []metricstest.Series {
+	t.Helper()
+	ms, err := metricstest.Find(reg, name, want)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return sum
+	return ms
 }
 
 // registeredMetrics returns a metrics set registered on a registry of its
@@ -92,18 +67,6 @@ func registeredMetrics(t *testing.T) (*metrics.Metrics, *prometheus.Registry) {
 		t.Fatal(err)
 	}
 	return m, reg
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	case m.Histogram != nil:
-		return float64(m.Histogram.GetSampleCount())
-	}
-	return 0
 }
 
 func TestMetrics(t *testing.T) {
@@ -286,27 +249,8 @@ func TestClientGoInformerMetricsProvider(t *testing.T) {
 // sum.
 func histogram(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (count uint64, sum float64) {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue series
-				}
-			}
-			return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
-		}
+	if ms := find(t, reg, name, want); len(ms) > 0 {
+		return ms[0].Count, ms[0].Sum
 	}
 	return 0, 0
 }
@@ -434,17 +378,9 @@ func TestRestartEventsAreNotWatchEvents(t *testing.T) {
 	stop := run(t, inf)
 	waitSynced(t, inf)
 	stop()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == "leaninformer_watch_events_total" {
-			for _, series := range f.GetMetric() {
-				if value(series) != 0 {
-					t.Errorf("%s %v = %v after a list and no live event, want nothing", f.GetName(), series.GetLabel(), value(series))
-				}
-			}
+	for _, series := range find(t, reg, "leaninformer_watch_events_total", nil) {
+		if series.Value != 0 {
+			t.Errorf("leaninformer_watch_events_total %v = %v after a list and no live event, want nothing", series.Labels, series.Value)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leaninformer/leaninformer/internal/metricstest"
 )
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -244,25 +246,13 @@ func TestGaugesOfAResourceEndWithItsLastRecorder(t *testing.T) {
 // labels want, and whether there is one.
 func gauge(t *testing.T, reg *prometheus.Registry, name string, want prometheus.Labels) (float64, bool) {
 	t.Helper()
-	families, err := reg.Gather()
+	series, err := metricstest.Find(reg, name, want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != len(want) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if v, ok := want[l.GetName()]; !ok || v != l.GetValue() {
-					continue series
-				}
-			}
-			return m.GetGauge().GetValue(), true
+	for _, s := range series {
+		if len(s.Labels) == len(want) {
+			return s.Value, true
 		}
 	}
 	return 0, false

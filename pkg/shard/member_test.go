@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/leaninformer/leaninformer/internal/metricstest"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
 
@@ -214,34 +215,14 @@ func newTestMetrics(t *testing.T) (*metrics.Metrics, *prometheus.Registry) {
 // labels include labels, 0 if there is none.
 func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	series, err := metricstest.Find(reg, name, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue metric
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue()
-			case m.Counter != nil:
-				return m.GetCounter().GetValue()
-			}
-		}
+	if len(series) == 0 {
+		return 0
 	}
-	return 0
+	return series[0].Value
 }
 
 // A member whose own Lease disappears (the finalizer removed by hand, then

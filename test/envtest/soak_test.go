@@ -23,6 +23,7 @@ import (
 
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/memstat"
+	"github.com/leaninformer/leaninformer/internal/metricstest"
 	"github.com/leaninformer/leaninformer/pkg/informer"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
 )
@@ -337,38 +338,19 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // pendingNotifications sums leaninformer's gauge of notifications queued for
 // handlers and not yet delivered.
 func pendingNotifications(g Gomega, registry *prometheus.Registry) float64 {
-	families, err := registry.Gather()
+	series, err := metricstest.Find(registry, "leaninformer_handler_pending_notifications", nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	sum, found := 0.0, false
-	for _, f := range families {
-		if !strings.HasSuffix(f.GetName(), "handler_pending_notifications") {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			sum += m.GetGauge().GetValue()
-			found = true
-		}
-	}
-	g.Expect(found).To(BeTrue(), "the informer reports its handlers' pending notifications")
-	return sum
+	g.Expect(series).NotTo(BeEmpty(), "the informer reports its handlers' pending notifications")
+	return metricstest.Sum(series)
 }
 
 // restartsByReason reads leaninformer's restart counter.
 func restartsByReason(registry *prometheus.Registry) map[string]float64 {
-	families, err := registry.Gather()
+	series, err := metricstest.Find(registry, "leaninformer_restarts_total", nil)
 	Expect(err).NotTo(HaveOccurred())
 	out := map[string]float64{}
-	for _, f := range families {
-		if !strings.HasSuffix(f.GetName(), "restarts_total") {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
-		}
+	for _, s := range series {
+		out[s.Labels["reason"]] += s.Value
 	}
 	return out
 }

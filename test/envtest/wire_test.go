@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/leaninformer/leaninformer/internal/faultproxy"
+	"github.com/leaninformer/leaninformer/internal/metricstest"
 	"github.com/leaninformer/leaninformer/pkg/informer"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 	"github.com/leaninformer/leaninformer/pkg/metrics"
@@ -179,21 +180,9 @@ var _ = Describe("bad input from the wire", Ordered, func() {
 // failures reads leaninformer_failures_total for cause.
 func failures(reg *prometheus.Registry, cause listerwatcher.Cause) float64 {
 	GinkgoHelper()
-	families, err := reg.Gather()
+	series, err := metricstest.Find(reg, "leaninformer_failures_total", map[string]string{"cause": cause.String()})
 	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "leaninformer_failures_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "cause" && l.GetValue() == cause.String() {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return metricstest.Sum(series)
 }
 
 // lineSink collects an informer's log lines at every verbosity.
