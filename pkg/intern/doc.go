@@ -16,9 +16,11 @@
 // which stores FieldsV1 as an immutable interned string.
 //
 // The table holds its strings weakly and forgets them once no object uses
-// them, so it stays bounded as objects churn. A value is shared from its
-// third occurrence on: values that only one or two objects have (names,
-// UIDs, IPs) cost no entry.
+// them, so it stays bounded as objects churn. A value is shared from the
+// third object that has it on: values that only one or two objects have
+// (names, UIDs, IPs) cost no entry. Objects are told apart by UID, so the
+// versions of one object (a list, then its updates and relists) and a
+// value it holds several times (a pod's IP) count once.
 //
 // informer.WithInterning turns it on for this project's informer; for
 // client-go's, set the table's Transform as the informer's transform.

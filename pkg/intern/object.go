@@ -16,6 +16,9 @@ import (
 // It follows exported fields, pointers, slices, maps and interfaces, and
 // replaces every string it finds by its canonical instance, except an
 // object's own name, UID and resourceVersion, which no other object shares.
+// The strings of an object (of each item of a list) are counted as its
+// UID's: interning another version of it, or a value it holds twice, does
+// not bring a value closer to an entry (see Table).
 // Byte slices (FieldsV1, Secret data, raw extensions) are never shared: their
 // bytes are writable, and a write through one object would show in every
 // other. A slice with spare capacity is replaced by a copy of its exact
@@ -28,7 +31,7 @@ import (
 // The caller must own obj: no other goroutine may read it meanwhile (an
 // informer's transform owns the freshly decoded object it is given).
 func (t *Table) Object(obj any) any {
-	w := walker{t: t}
+	w := walker{t: t, owner: anonymous}
 	switch o := obj.(type) {
 	case nil:
 	case *unstructured.Unstructured:
@@ -66,19 +69,24 @@ var uniqueMetadata = map[string]bool{"name": true, "uid": true, "resourceVersion
 
 // jsonObject interns the keys and values of a JSON object as
 // encoding/json decodes it. At the top of an object (top), the values that
-// identify it are left alone.
+// identify it are left alone, and its strings are counted as its UID's.
 func (w *walker) jsonObject(m map[string]any, top bool) {
 	if m == nil || !w.enter() {
 		return
 	}
 	defer w.leave()
-	t := w.t
+	if top {
+		defer w.restoreOwner(w.owner)
+		md, _ := m["metadata"].(map[string]any)
+		uid, _ := md["uid"].(string)
+		w.owner = w.t.ownerOf(uid)
+	}
 	for k, v := range m {
-		ck := t.String(k)
+		ck := w.str(k)
 		changed := unsafe.StringData(ck) != unsafe.StringData(k)
 		switch x := v.(type) {
 		case string:
-			if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
+			if c := w.str(x); unsafe.StringData(c) != unsafe.StringData(x) {
 				v, changed = c, true
 			}
 		case map[string]any:
@@ -102,16 +110,15 @@ func (w *walker) metadata(m map[string]any) {
 		return
 	}
 	defer w.leave()
-	t := w.t
 	for k, v := range m {
-		ck := t.String(k)
+		ck := w.str(k)
 		changed := unsafe.StringData(ck) != unsafe.StringData(k)
 		switch x := v.(type) {
 		case string:
 			if uniqueMetadata[k] {
 				break
 			}
-			if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
+			if c := w.str(x); unsafe.StringData(c) != unsafe.StringData(x) {
 				v, changed = c, true
 			}
 		case map[string]any:
@@ -130,11 +137,10 @@ func (w *walker) jsonArray(a []any) {
 		return
 	}
 	defer w.leave()
-	t := w.t
 	for i, v := range a {
 		switch x := v.(type) {
 		case string:
-			if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
+			if c := w.str(x); unsafe.StringData(c) != unsafe.StringData(x) {
 				a[i] = c
 			}
 		case map[string]any:

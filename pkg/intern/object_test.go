@@ -3,6 +3,7 @@ package intern
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leaninformer/leaninformer/internal/testobjects"
 )
@@ -50,6 +52,37 @@ func decodeFixtures(t *testing.T, decode func([]byte) (runtime.Object, error)) [
 	return out
 }
 
+// internAsObject interns obj, a decode of a fixture, as the i-th of as many
+// distinct objects as there are decodes: the table counts a value once per
+// object (UID), and every decode of a fixture has the fixture's UID. The
+// UID, which Object leaves alone, is the fixture's again afterwards, so
+// obj still compares equal to another decode.
+func internAsObject(tab *Table, obj runtime.Object, i int) any {
+	uid := fmt.Sprintf("distinct-object-%d", i)
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		md, isMap := u.Object["metadata"].(map[string]any)
+		if !isMap {
+			return tab.Object(obj) // no UID to count it by: each call counts
+		}
+		was, had := md["uid"]
+		md["uid"] = uid
+		defer func() {
+			if delete(md, "uid"); had {
+				md["uid"] = was
+			}
+		}()
+		return tab.Object(obj)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return tab.Object(obj)
+	}
+	was := m.GetUID()
+	m.SetUID(types.UID(uid))
+	defer m.SetUID(was)
+	return tab.Object(obj)
+}
+
 var (
 	typedDecode        = testobjects.DecodeTyped
 	unstructuredDecode = testobjects.DecodeUnstructured
@@ -75,8 +108,8 @@ func TestObjectKeepsEveryKindIntact(t *testing.T) {
 			}
 			tab := NewTable()
 			for _, f := range fixtures {
-				for _, obj := range f.interned {
-					if got := tab.Object(obj); got != obj {
+				for i, obj := range f.interned {
+					if got := internAsObject(tab, obj, i); got != obj {
 						t.Fatalf("%s: Object returned %p, want its argument %p", f.name, got, obj)
 					}
 				}
@@ -172,8 +205,8 @@ func TestObjectSharesNoWritableMemory(t *testing.T) {
 			tab := NewTable()
 			fixtures := decodeFixtures(t, tc.decode)
 			for _, f := range fixtures {
-				for _, obj := range f.interned {
-					tab.Object(obj)
+				for i, obj := range f.interned {
+					internAsObject(tab, obj, i)
 				}
 			}
 			for _, f := range fixtures {

@@ -29,6 +29,7 @@ const (
 	opSlice                   // a slice: walk each element with elem
 	opMap                     // a map of type typ
 	opInterface               // an interface of type typ
+	opOwner                   // an object's UID: the owner of the strings that follow
 )
 
 type op struct {
@@ -46,9 +47,14 @@ const minTrim = 32
 // unique fields: values that identify one object, never shared between
 // objects; interning them would cost a table entry each and save nothing.
 var uniqueFields = map[reflect.Type]map[string]bool{
-	reflect.TypeFor[metav1.ObjectMeta](): {"Name": true, "UID": true, "ResourceVersion": true, "SelfLink": true},
-	reflect.TypeFor[metav1.ListMeta]():   {"ResourceVersion": true, "Continue": true, "SelfLink": true},
+	objectMetaType:                     {"Name": true, "UID": true, "ResourceVersion": true, "SelfLink": true},
+	reflect.TypeFor[metav1.ListMeta](): {"ResourceVersion": true, "Continue": true, "SelfLink": true},
 }
+
+var (
+	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+	uidOffset      = func() uintptr { f, _ := objectMetaType.FieldByName("UID"); return f.Offset }()
+)
 
 // opaque types hold no string worth interning: a Quantity's Format is one
 // of its package's constants, which cost no memory as they are.
@@ -110,6 +116,13 @@ func (b *planBuilder) ops(t reflect.Type, off uintptr) []op {
 			return nil
 		}
 		var ops []op
+		// An object's strings are counted as its UID's (see Table):
+		// the UID is read first, before the TypeMeta beside it.
+		for i := range t.NumField() {
+			if f := t.Field(i); f.Type == objectMetaType {
+				ops = append(ops, op{kind: opOwner, off: off + f.Offset + uidOffset})
+			}
+		}
 		for i := range t.NumField() {
 			f := t.Field(i)
 			if !f.IsExported() || uniqueFields[t][f.Name] {
@@ -164,7 +177,13 @@ const (
 type walker struct {
 	t            *Table
 	depth, steps int
+	owner        owner // of the strings met: the object walked through
 }
+
+// str interns s as a string of the object walked through.
+func (w *walker) str(s string) string { return w.t.intern(s, w.owner) }
+
+func (w *walker) restoreOwner(o owner) { w.owner = o }
 
 // enter is called before walking into a pointer, slice, map or interface,
 // and reports whether to; each enter that returns true needs a leave.
@@ -180,15 +199,21 @@ func (w *walker) enter() bool {
 func (w *walker) leave() { w.depth-- }
 
 // walk interns the strings of the value at ptr, of the type p was built for.
+// An object met on the way (an item of a list) owns the strings after its
+// UID, until the walk leaves it.
 func (w *walker) walk(ptr unsafe.Pointer, p *plan) {
-	t := w.t
+	saved := w.owner
 	for i := range p.ops {
 		o := &p.ops[i]
 		field := unsafe.Add(ptr, o.off)
 		switch o.kind {
+		case opOwner:
+			if uid := *(*string)(field); uid != "" {
+				w.owner = w.t.ownerOf(uid)
+			}
 		case opString:
 			s := (*string)(field)
-			if c := t.String(*s); unsafe.StringData(c) != unsafe.StringData(*s) {
+			if c := w.str(*s); unsafe.StringData(c) != unsafe.StringData(*s) {
 				*s = c
 			}
 		case opPointer:
@@ -214,6 +239,7 @@ func (w *walker) walk(ptr unsafe.Pointer, p *plan) {
 			w.walkInterface(reflect.NewAt(o.typ, field).Elem())
 		}
 	}
+	w.owner = saved
 }
 
 // trim replaces the slice s by a copy without spare capacity, as DeepCopy
@@ -239,12 +265,11 @@ func (w *walker) walkMap(m reflect.Value) {
 	if m.IsNil() {
 		return
 	}
-	t := w.t
 	switch m.Type() {
 	case stringMapType: // labels, annotations, data: the common case, without reflection
 		mm := m.Interface().(map[string]string)
 		for k, v := range mm {
-			ck, cv := t.String(k), t.String(v)
+			ck, cv := w.str(k), w.str(v)
 			if unsafe.StringData(ck) != unsafe.StringData(k) || unsafe.StringData(cv) != unsafe.StringData(v) {
 				mm[ck] = cv
 			}
@@ -267,7 +292,7 @@ func (w *walker) walkMap(m reflect.Value) {
 		changed := false
 		if stringKeys {
 			s := k.String()
-			if c := t.String(s); unsafe.StringData(c) != unsafe.StringData(s) {
+			if c := w.str(s); unsafe.StringData(c) != unsafe.StringData(s) {
 				k, changed = reflect.ValueOf(c).Convert(kt), true
 			}
 		}
@@ -292,10 +317,9 @@ func (w *walker) walkInterface(v reflect.Value) {
 	if v.IsNil() {
 		return
 	}
-	t := w.t
 	switch x := v.Interface().(type) {
 	case string:
-		if c := t.String(x); unsafe.StringData(c) != unsafe.StringData(x) {
+		if c := w.str(x); unsafe.StringData(c) != unsafe.StringData(x) {
 			v.Set(reflect.ValueOf(c))
 		}
 		return

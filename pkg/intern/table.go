@@ -15,19 +15,33 @@ const shards = 16
 // minSweep is the number of entries a shard holds before its first sweep.
 const minSweep = 256
 
-// admitAt is the occurrence of a value that gets it an entry. An entry
-// costs about 90 bytes of heap, more than most strings it saves: a value
-// two objects have costs more shared than not.
+// admitAt is the number of objects that must have a value for it to get
+// an entry. An entry costs about 90 bytes of heap, more than most strings it
+// saves: a value two objects have costs more shared than not.
 const admitAt = 3
+
+// An owner tells apart the objects a table counts a value in: the hash of
+// an object's UID (see ownerOf), or anonymous when the caller names no
+// object (String), each such call counting as another object.
+type owner uint32
+
+const anonymous owner = 1 // ownerOf never returns it, nor 0 (no owner yet)
+
+// sighting is what a shard knows of a value without an entry: the owners
+// of the objects it was seen in, in order; 0 for none yet.
+type sighting [admitAt - 1]owner
 
 // Table is a set of canonical strings. Interning a string returns the one
 // instance of its value the table holds, so that equal strings of many
 // objects share their bytes.
 //
-// A value gets an entry when it is seen the third time; before, the table
-// only counts it, and the strings keep their own copies. An entry costs
-// more than most strings it saves (about 90 bytes), so values that only one
-// or two objects have (names, IPs, IDs) are better left alone. The table
+// A value gets an entry when it is seen in a third object; before, the
+// table only counts it, and the strings keep their own copies. An entry
+// costs more than most strings it saves (about 90 bytes), so values that
+// only one or two objects have (names, IPs, IDs) are better left alone.
+// Object tells objects apart by UID: the versions of one object (a list,
+// then its updates and relists) and a value it holds several times count
+// as one object; String counts each call as another object. The table
 // forgets the values it counts when a shard has counted as many of them as
 // it holds entries.
 //
@@ -55,8 +69,8 @@ type shard struct {
 	mu      sync.Mutex
 	entries map[uint64]entry // by hash of the value
 	sweepAt int              // sweep when entries reaches this size
-	// seen counts the occurrences of values not yet interned, by hash.
-	seen map[uint64]uint8
+	// seen records the objects seen with values not yet interned, by hash.
+	seen map[uint64]sighting
 	_    [32]byte // keep shards on separate cache lines
 }
 
@@ -74,7 +88,7 @@ func NewTable() *Table {
 	t := &Table{seed: maphash.MakeSeed()}
 	for i := range t.shards {
 		t.shards[i].entries = map[uint64]entry{}
-		t.shards[i].seen = map[uint64]uint8{}
+		t.shards[i].seen = map[uint64]sighting{}
 		t.shards[i].sweepAt = minSweep
 	}
 	return t
@@ -90,8 +104,22 @@ func Default() *Table { return defaultTable }
 // is seen, and from the third time on the canonical instance, whose bytes
 // all later equal strings interned in t share. The canonical instance is a copy
 // the table makes, so that it never pins a larger buffer s may be part of.
-// The empty string is returned as is.
-func (t *Table) String(s string) string {
+// The empty string is returned as is. Each call counts as a sighting in
+// another object; Object counts the strings of one object once.
+func (t *Table) String(s string) string { return t.intern(s, anonymous) }
+
+// ownerOf returns the owner that stands for the object of UID uid, anonymous
+// if uid is empty.
+func (t *Table) ownerOf(uid string) owner {
+	if uid == "" {
+		return anonymous
+	}
+	return owner(maphash.String(t.seed, uid)) | 1<<31
+}
+
+// intern returns the canonical instance of s if it has an entry, or makes
+// one if s is now seen in a third object; else s, counted as seen in o.
+func (t *Table) intern(s string, o owner) string {
 	if s == "" {
 		return s
 	}
@@ -109,14 +137,21 @@ func (t *Table) String(s string) string {
 			return s
 		}
 	}
-	if n := sh.seen[h]; n+1 < admitAt {
-		if n == 0 && len(sh.seen) >= max(minSweep, len(sh.entries)) {
-			// Forget the values counted long ago, in a new map: clear
-			// would keep the old one's room.
-			sh.seen = make(map[uint64]uint8, minSweep)
+	sg, counted := sh.seen[h]
+	for i, seenIn := range sg {
+		switch {
+		case seenIn == o && o != anonymous:
+			return s // an object already counted: another version of it, or a repeat within it
+		case seenIn == 0:
+			if !counted && len(sh.seen) >= max(minSweep, len(sh.entries)) {
+				// Forget the values counted long ago, in a new map: clear
+				// would keep the old one's room.
+				sh.seen = make(map[uint64]sighting, minSweep)
+			}
+			sg[i] = o
+			sh.seen[h] = sg
+			return s
 		}
-		sh.seen[h] = n + 1
-		return s
 	}
 	delete(sh.seen, h)
 	c := canonicalCopy(s)
