@@ -11,6 +11,7 @@ import (
 
 	"github.com/leaninformer/leaninformer/pkg/cache"
 	"github.com/leaninformer/leaninformer/pkg/codec"
+	"github.com/leaninformer/leaninformer/pkg/intern"
 )
 
 // WithEncodedStore makes the informer keep its objects encoded (package
@@ -51,13 +52,42 @@ func (c *config) indexerOptions() []cache.Option {
 	opts := []cache.Option{cache.WithRelistReuse(c.relistReuse)}
 	if c.encoded {
 		enc := codec.New(c.codecOpts...)
-		var cc cache.Codec = enc
+		var cc storeCodec = enc
 		if c.readKind != nil {
 			cc = kindSetter{Codec: enc, gvk: *c.readKind}
+		}
+		if c.interner != nil {
+			cc = internRefused{storeCodec: cc, table: c.interner}
 		}
 		opts = append(opts, cache.WithCodec(cc))
 	}
 	return opts
+}
+
+// storeCodec is what an encoded store's codec provides: the codec's
+// methods the store looks for.
+type storeCodec interface {
+	cache.Codec
+	cache.LabelReader
+	cache.RefusedCopier
+}
+
+// internRefused interns the objects the codec refuses, which the store
+// then keeps decoded (WithInterning with WithEncodedStore): interning the
+// others would be work for nothing, their strings gone once encoded.
+type internRefused struct {
+	storeCodec
+	table *intern.Table
+}
+
+func (c internRefused) Encode(obj any) ([]byte, error) {
+	data, err := c.storeCodec.Encode(obj)
+	if err != nil {
+		// The store keeps obj, which it owns: the transformed object, not
+		// yet stored.
+		c.table.Object(obj)
+	}
+	return data, err
 }
 
 // withReadKind makes an encoded store's objects stored without TypeMeta

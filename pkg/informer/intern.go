@@ -15,17 +15,21 @@ import (
 //
 // It runs after the transform set with SetTransform, on what that returns.
 // Objects kept by relist reuse were interned when they were first stored and
-// are not walked again. See the README's "Compact store (interning)" for
-// what it saves and costs.
+// are not walked again. With WithEncodedStore, only the objects the codec
+// refuses, which the store keeps decoded (typed custom resources), are
+// interned: the store keeps the others as bytes and every read decodes a
+// fresh object, so there is nothing to share. See the README's "Compact
+// store (interning)" for what it saves and costs.
 func WithInterning() Option {
 	return func(c *config) { c.interner = intern.Default() }
 }
 
 // storeTransform returns the transform applied to every object before it is
-// stored: the user's, then interning if the informer interns.
+// stored: the user's, then interning if the informer interns into a plain
+// store (an encoded store interns what it keeps decoded: see internRefused).
 func (c *config) storeTransform(user toolscache.TransformFunc) toolscache.TransformFunc {
 	switch {
-	case c.interner == nil:
+	case c.interner == nil || c.encoded:
 		return user
 	case user == nil:
 		return c.interner.Transform

@@ -8,10 +8,13 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/leaninformer/leaninformer/pkg/cache"
 	"github.com/leaninformer/leaninformer/pkg/intern"
 )
 
@@ -121,4 +124,69 @@ func ExampleWithInterning() {
 		return
 	}
 	_ = mgr // register controllers, then mgr.Start(ctx)
+}
+
+// withTable makes the informer intern with tab instead of the process-wide
+// table, so that a test can count what it interned.
+func withTable(tab *intern.Table) Option { return func(c *config) { c.interner = tab } }
+
+// TestWithInterningAndEncodedStoreInternsOnlyWhatStaysDecoded: an encoded
+// store keeps its objects as bytes, and every read decodes a fresh copy, so
+// interning the objects it encodes is CPU spent for nothing (their strings
+// die with the decoded object). Objects the codec refuses (typed custom
+// resources) stay decoded: those are worth interning, as a plain store's.
+func TestWithInterningAndEncodedStoreInternsOnlyWhatStaysDecoded(t *testing.T) {
+	value := "data-of-" + t.Name()
+	t.Run("encoded", func(t *testing.T) {
+		tab := intern.NewTable()
+		s := newServer(t, 0)
+		for i := range 10 {
+			mustCreate(t, s, configMap(fmt.Sprintf("cm-%04d", i), "k", strings.Clone(value)))
+		}
+		inf := newInformer(s, 0, WithEncodedStore(), WithInterning(), withTable(tab))
+		run(t, inf)
+		waitSynced(t, inf)
+		mustCreate(t, s, configMap("live", "k", strings.Clone(value)))
+		eventually(t, "the live object", func() bool {
+			_, ok, _ := inf.GetStore().GetByKey(key("live"))
+			return ok
+		})
+		if stats := inf.indexer.CodecStats(); stats.Unencoded != 0 {
+			t.Fatalf("CodecStats %+v: ConfigMaps were kept decoded", stats)
+		}
+		if n := tab.Len(); n != 0 {
+			t.Errorf("the table got %d entries from 11 ConfigMaps the store keeps encoded: they were interned for nothing", n)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		tab := intern.NewTable()
+		c, err := newConfig([]Option{WithEncodedStore(), WithInterning(), withTable(tab)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := cache.NewIndexer(toolscache.MetaNamespaceKeyFunc, nil, c.indexerOptions()...)
+		transform := c.storeTransform(nil)
+		for i := range 4 {
+			w := &widget{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: fmt.Sprint("w", i), UID: types.UID(fmt.Sprint("uid-", i)), Labels: map[string]string{"k": strings.Clone(value)}}}
+			obj := w
+			if transform != nil {
+				out, err := transform(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				obj = out.(*widget)
+			}
+			if err := store.Add(obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if stats := store.CodecStats(); stats.Unencoded != 4 {
+			t.Fatalf("CodecStats %+v: the widgets were not refused, the test tests nothing", stats)
+		}
+		a, _, _ := store.GetByKey("n/w2")
+		b, _, _ := store.GetByKey("n/w3")
+		if va, vb := a.(*widget).Labels["k"], b.(*widget).Labels["k"]; unsafe.StringData(va) != unsafe.StringData(vb) {
+			t.Error("the third and fourth widgets, kept decoded, do not share their label value")
+		}
+	})
 }
