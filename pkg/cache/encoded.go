@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leaninformer/leaninformer/pkg/intern"
 )
@@ -201,9 +202,14 @@ func (e *encoded) valuesOf(i int) []string {
 }
 
 // computeValues computes obj's values for indexers, interning them (a
-// namespace or a label value is shared by many objects), as flat values
-// and, unless every index produced exactly one, their ends.
+// namespace or a label value is shared by many objects) as obj's UID's, so
+// that the versions of one object count as one towards a value's entry, as
+// flat values and, unless every index produced exactly one, their ends.
 func computeValues(indexers []namedIndexer, key string, obj any) (flat []string, ends []int32) {
+	var uid types.UID
+	if m, err := meta.Accessor(obj); err == nil {
+		uid = m.GetUID()
+	}
 	flat = make([]string, 0, len(indexers))
 	var endsBuf [8]int32
 	ends = endsBuf[:0]
@@ -212,7 +218,7 @@ func computeValues(indexers []namedIndexer, key string, obj any) (flat []string,
 		values := ix.values(key, obj)
 		one = one && len(values) == 1
 		for _, v := range values {
-			flat = append(flat, intern.Default().String(v))
+			flat = append(flat, intern.Default().StringOf(v, uid))
 		}
 		ends = append(ends, int32(len(flat)))
 	}

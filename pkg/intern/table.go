@@ -6,6 +6,8 @@ import (
 	"sync"
 	"unsafe"
 	"weak"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // shards spreads a table over independently locked parts, so that informers
@@ -107,6 +109,14 @@ func Default() *Table { return defaultTable }
 // The empty string is returned as is. Each call counts as a sighting in
 // another object; Object counts the strings of one object once.
 func (t *Table) String(s string) string { return t.intern(s, anonymous) }
+
+// StringOf is String for a string of the object whose UID is uid: however
+// many times the strings of one object (of its versions) are interned, the
+// object counts once towards a value's entry, as in Object. An empty uid
+// names no object: each call then counts, as String's do.
+func (t *Table) StringOf(s string, uid types.UID) string {
+	return t.intern(s, t.ownerOf(string(uid)))
+}
 
 // ownerOf returns the owner that stands for the object of UID uid, anonymous
 // if uid is empty.

@@ -182,3 +182,30 @@ func TestTableForgetsShortValues(t *testing.T) {
 	}
 	runtime.KeepAlive(alive)
 }
+
+// TestStringOfCountsAnObjectOnce: StringOf counts the strings of one UID
+// as one object, however often they come; an empty UID counts each call.
+func TestStringOfCountsAnObjectOnce(t *testing.T) {
+	tab := NewTable()
+	const v = "value-of-one-object"
+	for range 5 {
+		if got := tab.StringOf(copyOf(v), "uid-a"); got != v {
+			t.Fatalf("StringOf = %q", got)
+		}
+	}
+	if n := tab.Len(); n != 0 {
+		t.Errorf("a value of one object, interned 5 times, got an entry (%d)", n)
+	}
+	tab.StringOf(copyOf(v), "uid-b")
+	c := tab.StringOf(copyOf(v), "uid-c")
+	if n := tab.Len(); n != 1 || !sameBytes(c, tab.StringOf(copyOf(v), "")) {
+		t.Errorf("after a third object the table holds %d entries, want 1 shared", n)
+	}
+	const w = "value-of-no-object"
+	for range admitAt {
+		tab.StringOf(copyOf(w), "")
+	}
+	if n := tab.Len(); n != 2 {
+		t.Errorf("an empty UID did not count each call: %d entries, want 2", n)
+	}
+}
