@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,57 @@ func TestWatchFromTheStartReplaysInAnyOrder(t *testing.T) {
 		}
 		if round == 0 {
 			srv.CloseWatches() // among the replay, as far as the watcher knows
+		}
+	}
+	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.nextOf(Deleted); ev.ResourceVersion != srv.ResourceVersion() {
+		t.Fatalf("deletion at %q, want %q", ev.ResourceVersion, srv.ResourceVersion())
+	}
+}
+
+// zeroResourceVersionLW answers every LIST at resourceVersion "0".
+type zeroResourceVersionLW struct{ *fake.ListerWatcher }
+
+func (lw zeroResourceVersionLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw zeroResourceVersionLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	obj, err := lw.ListerWatcher.ListWithContext(ctx, opts)
+	if err == nil {
+		obj.(*corev1.ConfigMapList).ResourceVersion = "0"
+	}
+	return obj, err
+}
+
+// A watch from "0" begins, like one from "", with ADDED events replaying the
+// collection in key order: they are not checked against one another either.
+func TestWatchFromZeroReplaysInAnyOrder(t *testing.T) {
+	srv := newServer(t, 3)
+	cm := configMap(0).(*corev1.ConfigMap)
+	cm.Data["index"] = "updated"
+	if _, err := srv.Update(cm); err != nil { // cm-00000 replayed first, newest
+		t.Fatal(err)
+	}
+	h := start(t, srv, zeroResourceVersionLW{srv.ListerWatcher()}, WithStrategy(ListWatch))
+	if _, _, done := h.restart(); done.ResourceVersion != "0" {
+		t.Fatalf("restart done at %q, want \"0\"", done.ResourceVersion)
+	}
+	if opts := h.watchStarted(); opts.ResourceVersion != "0" {
+		t.Fatalf("watch from %q, want \"0\"", opts.ResourceVersion)
+	}
+	for i := range 3 {
+		select {
+		case err := <-h.errs:
+			t.Fatalf("replayed event %d: %v", i, err)
+		case ev := <-h.events:
+			if ev.Type != Added || ev.ResourceVersion != "" {
+				t.Fatalf("replayed event %d: %v at %q, want Added without resourceVersion", i, ev.Type, ev.ResourceVersion)
+			}
+		case <-time.After(guard):
+			t.Fatalf("no replayed event %d", i)
 		}
 	}
 	if _, err := srv.Delete("ns", "cm-00001"); err != nil {
@@ -236,5 +288,56 @@ func TestStaleChangesAgainstStoredVersions(t *testing.T) {
 		t.Errorf("got %v at %q, want the stale change refused", ev.Type, ev.ResourceVersion)
 	case <-time.After(guard):
 		t.Fatal("the stale change was not reported")
+	}
+}
+
+// A consumer that does not tell its stored versions has events judged
+// against the collection's resourceVersion (ErrStaleEvent): a change must be
+// newer than it, a bookmark no older. A stale event is reported and not
+// delivered.
+func TestStaleEventsAgainstTheCollection(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		typ   watch.EventType
+		back  int // how far behind the collection
+		stale bool
+	}{
+		{"an older change", watch.Modified, 1, true},
+		{"a change as old as the collection", watch.Modified, 0, true},
+		{"an older bookmark", watch.Bookmark, 1, true},
+		{"a bookmark as old as the collection", watch.Bookmark, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, srv := live(t)
+			collection, err := strconv.Atoi(srv.ResourceVersion())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rv := strconv.Itoa(collection - tc.back)
+			cm := configMap(0).(*corev1.ConfigMap)
+			cm.ResourceVersion, cm.Data["index"] = rv, "changed"
+			srv.SendWatchEvent(watch.Event{Type: tc.typ, Object: cm})
+			if tc.stale {
+				err := h.err()
+				if !errors.Is(err, ErrStaleEvent) || !strings.Contains(err.Error(), "the collection is at "+strconv.Itoa(collection)) {
+					t.Fatalf("reported %v, want a stale event against the collection at %d", err, collection)
+				}
+				if n := len(h.events); n != 0 {
+					t.Fatalf("delivered %d events, the first %+v: want the stale one dropped", n, <-h.events)
+				}
+				return
+			}
+			if ev := h.next(); ev.Type != Bookmark || ev.ResourceVersion != rv {
+				t.Fatalf("got %v at %q, want the bookmark at %s", ev.Type, ev.ResourceVersion, rv)
+			}
+			if got, want := change(t, h, srv, "cm-00001"), strconv.Itoa(collection+1); got != want {
+				t.Fatalf("the next change at %q, want %s", got, want)
+			}
+			select {
+			case err := <-h.errs:
+				t.Fatalf("reported %v", err)
+			default:
+			}
+		})
 	}
 }
