@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -331,6 +332,39 @@ func TestIndexFuncErrorPanics(t *testing.T) {
 		}
 		if len(d.Changes) != 1 || d.Changes[0].Key != "a/good" {
 			t.Fatalf("the replace's changes are %+v, want one for a/good", d.Changes)
+		}
+	})
+
+	// A replace recorded in place writes into the live generation when it
+	// finishes: a failing object must panic when it is added, not halfway
+	// through those writes.
+	t.Run("AddToReplace in place", func(t *testing.T) {
+		ours := NewIndexer(kf, toolscache.Indexers{"a": nameIndex, "f": failingIndex})
+		var live []*pom
+		for i := range 8 {
+			o := obj("a", fmt.Sprintf("good-%d", i), fmt.Sprint(i), "2", nil)
+			if err := ours.Add(o); err != nil {
+				t.Fatal(err)
+			}
+			live = append(live, o)
+		}
+		ours.StartReplace()
+		if msg := panicMessage(func() { _, _, _ = ours.AddToReplace(bad, nil) }); msg == "" {
+			t.Fatal("AddToReplace of an object an index function fails on did not panic")
+		}
+		for _, o := range live {
+			if _, reused, err := ours.AddToReplace(obj("a", o.Name, string(o.UID), "2", nil), nil); err != nil || !reused {
+				t.Fatalf("AddToReplace of unchanged %s: reused %v, %v", o.Name, reused, err)
+			}
+		}
+		if _, err := ours.FinishReplace("5"); err != nil {
+			t.Fatal(err)
+		}
+		if keys := ours.ListKeys(); len(keys) != len(live) || slices.Contains(keys, "a/bad") {
+			t.Fatalf("after the replace the store holds %v, want the %d good objects", keys, len(live))
+		}
+		if vals := ours.ListIndexFuncValues("f"); len(vals) != 1 || vals[0] != "ok" {
+			t.Fatalf("after the replace index f has values %v, want [ok]", vals)
 		}
 	})
 

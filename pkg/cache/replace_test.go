@@ -11,8 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/leaninformer/leaninformer/internal/memstat"
@@ -593,5 +595,42 @@ func TestReplaceStoresUnderTheTransformedKey(t *testing.T) {
 				t.Fatalf("diff: %d deleted, changes %+v; want renamed/x changed in place", len(d.Deleted), d.Changes)
 			}
 		})
+	}
+}
+
+// valueObject is an object that is not a pointer: it has no identity to
+// compare, so relist reuse takes whatever the live generation holds under
+// its key.
+type valueObject struct{ *metav1.ObjectMeta }
+
+func TestRelistReuseOfObjectsThatAreNotPointers(t *testing.T) {
+	c := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
+	for i := range 8 {
+		if err := c.Add(valueObject{&metav1.ObjectMeta{Namespace: "a", Name: strconv.Itoa(i), UID: "u", ResourceVersion: "1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.StartReplace()
+	added := make(chan error, 1)
+	go func() {
+		stored, reused, err := c.AddToReplace(valueObject{&metav1.ObjectMeta{Namespace: "a", Name: "3", UID: "u", ResourceVersion: "1"}}, nil)
+		if err == nil && !reused {
+			err = fmt.Errorf("stored %v, not reused", stored)
+		}
+		added <- err
+	}()
+	select {
+	case err := <-added:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("AddToReplace of an unchanged object that is not a pointer did not return")
+	}
+	if _, err := c.FinishReplace("2"); err != nil {
+		t.Fatal(err)
+	}
+	if keys := c.ListKeys(); len(keys) != 1 || keys[0] != "a/3" {
+		t.Fatalf("after the replace the store holds %v, want [a/3]", keys)
 	}
 }
