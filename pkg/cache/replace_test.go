@@ -364,6 +364,11 @@ func TestConcurrentReadersSeeWholeGenerations(t *testing.T) {
 				})
 			}
 			for gen := 1; gen <= generations && !t.Failed(); gen++ {
+				// Let a read finish first: on a busy machine the readers
+				// might otherwise not run before the last replace.
+				for seen := reads.Load(); reads.Load() == seen && !t.Failed(); {
+					runtime.Gosched()
+				}
 				c.StartReplace()
 				for _, o := range build(gen) {
 					if _, _, err := c.AddToReplace(o, nil); err != nil {
