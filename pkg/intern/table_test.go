@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // copyOf returns a string equal to s in an allocation of its own.
@@ -207,5 +209,34 @@ func TestStringOfCountsAnObjectOnce(t *testing.T) {
 	}
 	if n := tab.Len(); n != 2 {
 		t.Errorf("an empty UID did not count each call: %d entries, want 2", n)
+	}
+}
+
+// TestTableForgetsValuesSeenInFewObjects: values seen in fewer objects than
+// admitAt get no entry, and the counts of them a shard keeps are forgotten
+// once it has as many as it holds entries (minSweep at least), however many
+// such values pass through.
+func TestTableForgetsValuesSeenInFewObjects(t *testing.T) {
+	tab := NewTable()
+	const total = 200000
+	largest := 0
+	for i := range total {
+		tab.StringOf(fmt.Sprintf("once-%010d", i), types.UID(fmt.Sprint("uid-", i)))
+		if i%5000 == 4999 {
+			counted := 0
+			for s := range tab.shards {
+				sh := &tab.shards[s]
+				sh.mu.Lock()
+				counted += len(sh.seen)
+				sh.mu.Unlock()
+			}
+			largest = max(largest, counted)
+		}
+	}
+	if n := tab.Len(); n != 0 {
+		t.Fatalf("the table holds %d entries for values each seen in one object, want 0", n)
+	}
+	if bound := shards * minSweep; largest > bound {
+		t.Errorf("the table counted %d values at once while %d passed through, want at most %d", largest, total, bound)
 	}
 }
