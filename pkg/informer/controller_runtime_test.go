@@ -9,12 +9,15 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -205,5 +208,43 @@ func TestLabelListOfAnUnknownKindDiscoversOnce(t *testing.T) {
 	}
 	if ours.err.Error() != theirs.err.Error() {
 		t.Errorf("List: %v, controller-runtime's: %v", ours.err, theirs.err)
+	}
+}
+
+// NewCacheWith builds the cache's informers as this package's, each
+// decoding its kind's objects with the kind set (controller-runtime's reader
+// would set it on its copies, which the encoded store spares), unless the
+// caller set Options.NewInformer: the caller's informers are kept.
+func TestNewCacheWithBuildsItsInformersUnlessTheCallerDoes(t *testing.T) {
+	ctx := context.Background()
+	d := newDiscoveryServer(t)
+	informerOf := func(opts crcache.Options) crcache.Informer {
+		t.Helper()
+		c, err := NewCacheWith(WithEncodedStore(), WithMetrics(nil))(d.config(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inf
+	}
+
+	ours, ok := informerOf(crcache.Options{}).(*SharedIndexInformer)
+	if !ok {
+		t.Fatal("NewCacheWith's informer is not this package's")
+	}
+	if want := corev1.SchemeGroupVersion.WithKind("ConfigMap"); ours.cfg.readKind == nil || *ours.cfg.readKind != want {
+		t.Errorf("the informer decodes with read kind %v, want %v", ours.cfg.readKind, want)
+	}
+
+	var made int
+	theirs := informerOf(crcache.Options{NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		made++
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	}})
+	if _, isOurs := theirs.(*SharedIndexInformer); isOurs || made != 1 {
+		t.Errorf("with the caller's NewInformer (called %d times) the informer is a %T, want the caller's", made, theirs)
 	}
 }
