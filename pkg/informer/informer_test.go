@@ -839,3 +839,80 @@ func TestStoreIsATransactionStore(t *testing.T) {
 		}
 	}
 }
+
+// After a handler panic the process survives (ReallyCrash off), the
+// handler's next call waits a second, as client-go's listeners do, so that
+// a handler that always panics does not spin; other handlers do not wait.
+func TestHandlerCallAfterAPanicWaitsASecond(t *testing.T) {
+	defer func(old bool) { utilruntime.ReallyCrash = old }(utilruntime.ReallyCrash)
+	utilruntime.ReallyCrash = false
+
+	s := newServer(t, 3)
+	inf, clk := newResyncInformer(s, 0)
+	panicky, other := newRecorder(), newRecorder()
+	panicky.onCall = func(c call) {
+		if c.key == key("boom") {
+			panic("handler bug")
+		}
+	}
+	regPanicky, _ := inf.AddEventHandler(panicky)
+	if _, err := inf.AddEventHandler(other); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf, regPanicky)
+	mustCreate(t, s, configMap("boom"))
+	mustCreate(t, s, configMap("after"))
+	eventually(t, "the other handler", func() bool { return other.len() == 5 })
+	time.Sleep(100 * time.Millisecond)
+	if _, ok := panicky.stateCopy()[key("after")]; ok {
+		t.Fatal("the call after the panic came before a second passed")
+	}
+	clk.Step(time.Second)
+	eventually(t, "the panicking handler to go on after a second", func() bool {
+		_, ok := panicky.stateCopy()[key("after")]
+		return ok
+	})
+}
+
+// A handler added before Run syncs once it has been given the whole initial
+// list, not when the informer has: client-go's registration HasSynced waits
+// for its handler's calls.
+func TestHandlerAddedBeforeRunSyncsAfterItsInitialList(t *testing.T) {
+	for _, strategy := range strategies {
+		t.Run(strategy.String(), func(t *testing.T) {
+			s := newServer(t, 30)
+			inf := newInformer(s, 0, WithStrategy(strategy))
+			rec := newRecorder()
+			release := make(chan struct{})
+			var blocked atomic.Bool
+			rec.onCall = func(call) {
+				if blocked.CompareAndSwap(false, true) {
+					<-release
+				}
+			}
+			reg, err := inf.AddEventHandler(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, inf)
+			defer func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			}()
+			waitSynced(t, inf)
+			eventually(t, "the handler to block in its first call", blocked.Load)
+			if reg.HasSynced() {
+				t.Fatal("registration synced while its handler was in the first call of its initial list")
+			}
+			close(release)
+			waitSynced(t, reg)
+			if n := rec.len(); n != 30 {
+				t.Fatalf("registration synced after %d calls, want the initial list's 30", n)
+			}
+		})
+	}
+}
