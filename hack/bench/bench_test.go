@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -571,5 +572,25 @@ func TestListCostMarkdown(t *testing.T) {
 	}
 	if len(listShapes(0)) != 4 || listShapes(7)[4].first != 7 {
 		t.Errorf("listShapes: %+v, %+v", listShapes(0), listShapes(7))
+	}
+}
+
+// The compaction interval is a flag of the API server the bench starts: it
+// cannot reach a --kubeconfig cluster, and the API server refuses
+// sub-second intervals; a negative settle is a typo.
+func TestCompactionAndSettleFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--etcd-compaction-interval", "15s", "--kubeconfig", "/nonexistent"},
+		{"--etcd-compaction-interval", "500ms"},
+		{"--settle", "-1s"},
+	} {
+		var stderr strings.Builder
+		if code := parentMain(args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "bench: --") {
+			t.Errorf("bench %q: exit %d, %q; want 2 and a message naming the flag", args, code, stderr.String())
+		}
+	}
+	if _, err := testenv.StartCluster("/nonexistent", testenv.APIServerFlag{Name: "etcd-compaction-interval", Value: "15s"}); err == nil ||
+		!strings.Contains(err.Error(), "only a cluster started here") {
+		t.Errorf("StartCluster of a kubeconfig with API server flags: %v, want an error saying they cannot apply", err)
 	}
 }

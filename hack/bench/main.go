@@ -35,23 +35,26 @@ import (
 )
 
 type options struct {
-	kind        objectKind
-	objects     int
-	runs        int
-	pageSize    int64 // negative: the informer's own page sizes
-	limits      clientLimits
-	gogc        int
-	kubeconfig  string
-	variants    string
-	out         string
-	memLimit    bool
-	touch       bool
-	listCost    bool
-	workers     int
-	interval    time.Duration
-	relistDelay time.Duration
-	exe         string // the program children run as
-	commandLine string
+	kind       objectKind
+	objects    int
+	runs       int
+	pageSize   int64 // negative: the informer's own page sizes
+	limits     clientLimits
+	gogc       int
+	kubeconfig string
+	variants   string
+	out        string
+	memLimit   bool
+	touch      bool
+	// compaction is the started API server's --etcd-compaction-interval
+	// (0: its default, 5 minutes); settle, the wait after populating.
+	compaction, settle time.Duration
+	listCost           bool
+	workers            int
+	interval           time.Duration
+	relistDelay        time.Duration
+	exe                string // the program children run as
+	commandLine        string
 
 	// timelineInterval, publish and flags: see results.go.
 	timelineInterval time.Duration
@@ -104,6 +107,9 @@ Flags:
 	fs.StringVar(&o.out, "out", "_output/bench", "folder for results.md, results.json, the charts and the children's logs")
 	fs.BoolVar(&o.touch, "touch", true, "update one bench object before each child, so that the API server serves continue pages from its watch cache, "+
 		"as for a resource that changes; false measures a resource nobody wrote since the last etcd compaction (every 5 minutes), whose continue pages come from etcd")
+	fs.DurationVar(&o.compaction, "etcd-compaction-interval", 0, "the --etcd-compaction-interval of the API server the bench starts (0: its default, 5m); "+
+		"with --touch=false and --settle at least twice as long, the children list a resource nobody wrote since the last compaction")
+	fs.DurationVar(&o.settle, "settle", 0, "wait this long after populating, and after each churn child's repopulation, before the next child")
 	fs.BoolVar(&o.memLimit, "memlimit", false, "also run every variant under GOMEMLIMIT = 1.5 x the floor + the baseline (needs the floor variant); "+
 		"off by default: users' processes run without a memory limit unless they set one, and every default row runs as theirs do")
 	fs.BoolVar(&o.listCost, "list-cost", false, "run no children: time listing the populated objects in one LIST and in pages, --runs rounds, "+
@@ -124,6 +130,14 @@ Flags:
 	}
 	if o.objects < 1 || o.runs < 1 || o.workers < 1 {
 		fmt.Fprintln(stderr, "bench: --objects, --runs and --populate-workers must be positive")
+		return 2
+	}
+	if o.compaction != 0 && (o.kubeconfig != "" || o.compaction < time.Second) {
+		fmt.Fprintln(stderr, "bench: --etcd-compaction-interval is for the API server the bench starts (no --kubeconfig), and at least 1s")
+		return 2
+	}
+	if o.settle < 0 {
+		fmt.Fprintln(stderr, "bench: --settle must not be negative")
 		return 2
 	}
 	if o.listCost && o.memLimit {

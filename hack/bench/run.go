@@ -46,7 +46,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	if o.kubeconfig == "" {
 		prog.Step("starting kube-apiserver and etcd (envtest)")
 	}
-	cl, err := testenv.StartCluster(o.kubeconfig)
+	var flags []testenv.APIServerFlag
+	if o.compaction != 0 {
+		flags = append(flags, testenv.APIServerFlag{Name: "etcd-compaction-interval", Value: o.compaction.String()})
+	}
+	cl, err := testenv.StartCluster(o.kubeconfig, flags...)
 	if err != nil {
 		return err
 	}
@@ -70,6 +74,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	prog.Finish(fmt.Sprintf("populate: the cluster holds %d bench %s, %d in all (%s)", o.objects, o.kind.title, total, since(started)))
+	if err := settle(ctx, o.settle, prog); err != nil {
+		return err
+	}
 
 	m := &measurer{o: o, admin: admin, cs: cs, total: total, prog: prog, dir: o.out, revision: int(time.Now().Unix())}
 	if o.listCost {
@@ -267,6 +274,9 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 		if total != m.total {
 			return nil, fmt.Errorf("after child %s: the cluster holds %d %s, %d before", label, total, m.o.kind.title, m.total)
 		}
+		if err := settle(ctx, m.o.settle, m.prog); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case waitErr != nil || protoErr != nil:
@@ -294,6 +304,22 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	}
 	m.done++
 	return phases, nil
+}
+
+// settle waits d (--settle) after the bench's writes, so that with
+// --touch=false and a short --etcd-compaction-interval a compaction has
+// passed since the last write before the next child lists.
+func settle(ctx context.Context, d time.Duration, prog *benchkit.Progress) error {
+	if d <= 0 {
+		return nil
+	}
+	prog.Step(fmt.Sprintf("settle: waiting %s after the last write", d))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // touch gives bench object 0 a new revision: the API server's watch cache

@@ -21,9 +21,16 @@ type Cluster struct {
 	stop       func() error
 }
 
-// StartCluster starts kube-apiserver and etcd from AssetsDir through
-// envtest, or, when kubeconfig (a file's path) is set, uses that cluster.
-func StartCluster(kubeconfig string) (*Cluster, error) {
+// APIServerFlag is a kube-apiserver flag and its value, for StartCluster.
+type APIServerFlag struct{ Name, Value string }
+
+// StartCluster starts kube-apiserver, with flags, and etcd from AssetsDir
+// through envtest, or, when kubeconfig (a file's path) is set, uses that
+// cluster (flags are then an error: that server's flags are its own).
+func StartCluster(kubeconfig string, flags ...APIServerFlag) (*Cluster, error) {
+	if kubeconfig != "" && len(flags) > 0 {
+		return nil, fmt.Errorf("kube-apiserver flags %v for a cluster of a kubeconfig (%s): only a cluster started here takes them", flags, kubeconfig)
+	}
 	if kubeconfig != "" {
 		b, err := os.ReadFile(kubeconfig)
 		if err != nil {
@@ -40,6 +47,9 @@ func StartCluster(kubeconfig string) (*Cluster, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	for _, f := range flags {
+		env.ControlPlane.GetAPIServer().Configure().Set(f.Name, f.Value)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start envtest (kube-apiserver and etcd from %s): %w", assets, err)
