@@ -643,16 +643,21 @@ func TestSlowHandlerBlocksNeitherPipelineNorOthers(t *testing.T) {
 	}
 }
 
-func TestPanickingHandlerWithCrashingOff(t *testing.T) {
-	defer func(old bool) { utilruntime.ReallyCrash = old }(utilruntime.ReallyCrash)
+// panickingHandlers turns crashing off for the test, adds to inf a handler
+// that panics on the objects named and one that does not, runs inf, and
+// creates "boom" and "after" once the panicking one has synced; it returns
+// when the other handler has every object (the 3 of s, boom and after).
+func panickingHandlers(t *testing.T, s *fake.Server, inf *SharedIndexInformer, panicOn ...string) (panicky *recorder) {
+	t.Helper()
+	old := utilruntime.ReallyCrash
 	utilruntime.ReallyCrash = false
-
-	s := newServer(t, 3)
-	inf := newInformer(s, 0)
+	t.Cleanup(func() { utilruntime.ReallyCrash = old })
 	panicky, other := newRecorder(), newRecorder()
 	panicky.onCall = func(c call) {
-		if c.key == key("cm-0001") || c.key == key("boom") {
-			panic("handler bug")
+		for _, name := range panicOn {
+			if c.key == key(name) {
+				panic("handler bug")
+			}
 		}
 	}
 	regPanicky, _ := inf.AddEventHandler(panicky)
@@ -664,6 +669,12 @@ func TestPanickingHandlerWithCrashingOff(t *testing.T) {
 	mustCreate(t, s, configMap("boom"))
 	mustCreate(t, s, configMap("after"))
 	eventually(t, "the other handler", func() bool { return other.len() == 5 })
+	return panicky
+}
+
+func TestPanickingHandlerWithCrashingOff(t *testing.T) {
+	s := newServer(t, 3)
+	panicky := panickingHandlers(t, s, newInformer(s, 0), "cm-0001", "boom")
 	eventually(t, "the panicking handler to go on", func() bool {
 		_, ok := panicky.stateCopy()[key("after")]
 		return ok
@@ -844,26 +855,9 @@ func TestStoreIsATransactionStore(t *testing.T) {
 // handler's next call waits a second, as client-go's listeners do, so that
 // a handler that always panics does not spin; other handlers do not wait.
 func TestHandlerCallAfterAPanicWaitsASecond(t *testing.T) {
-	defer func(old bool) { utilruntime.ReallyCrash = old }(utilruntime.ReallyCrash)
-	utilruntime.ReallyCrash = false
-
 	s := newServer(t, 3)
 	inf, clk := newResyncInformer(s, 0)
-	panicky, other := newRecorder(), newRecorder()
-	panicky.onCall = func(c call) {
-		if c.key == key("boom") {
-			panic("handler bug")
-		}
-	}
-	regPanicky, _ := inf.AddEventHandler(panicky)
-	if _, err := inf.AddEventHandler(other); err != nil {
-		t.Fatal(err)
-	}
-	run(t, inf)
-	waitSynced(t, inf, regPanicky)
-	mustCreate(t, s, configMap("boom"))
-	mustCreate(t, s, configMap("after"))
-	eventually(t, "the other handler", func() bool { return other.len() == 5 })
+	panicky := panickingHandlers(t, s, inf, "boom")
 	time.Sleep(100 * time.Millisecond)
 	if _, ok := panicky.stateCopy()[key("after")]; ok {
 		t.Fatal("the call after the panic came before a second passed")
