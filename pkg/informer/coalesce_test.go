@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -24,6 +25,7 @@ import (
 type gate struct {
 	open    chan struct{}
 	blocked atomic.Int32
+	once    sync.Once
 }
 
 func closedGate() *gate { return &gate{open: make(chan struct{})} }
@@ -33,7 +35,17 @@ func (g *gate) wait(call) {
 	<-g.open
 }
 
-func (g *gate) release() { close(g.open) }
+// release opens the gate; a second release does nothing.
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+// countingDecoder is inf's store Decode, counting its calls.
+func countingDecoder(inf *SharedIndexInformer) (decoder, *atomic.Int64) {
+	var n atomic.Int64
+	return func(stored any) (any, error) {
+		n.Add(1)
+		return inf.indexer.Decode(stored)
+	}, &n
+}
 
 // listenerOf returns the informer's listener behind reg.
 func listenerOf(t *testing.T, reg toolscache.ResourceEventHandlerRegistration) *listener {
@@ -397,11 +409,7 @@ func TestCoalescingSnapshotFoldsWithoutDecoding(t *testing.T) {
 	inf := newInformer(s, 0, WithEncodedStore())
 	run(t, inf)
 	waitSynced(t, inf)
-	var decodes atomic.Int64
-	countingDecode := func(stored any) (any, error) {
-		decodes.Add(1)
-		return inf.indexer.Decode(stored)
-	}
+	countingDecode, decodes := countingDecoder(inf)
 	rec := newRecorder()
 	l := newListener(klog.Background(), inf.cfg.clock, rec, true, inf.HasSyncedChecker(), inf.metrics, countingDecode)
 	keys, stored := inf.indexer.ListStored()

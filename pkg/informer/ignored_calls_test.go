@@ -24,11 +24,7 @@ func TestHandlerWithoutAFunctionDecodesNothingForIt(t *testing.T) {
 	run(t, inf)
 	waitSynced(t, inf)
 
-	var decodes atomic.Int64
-	countingDecode := func(stored any) (any, error) {
-		decodes.Add(1)
-		return inf.indexer.Decode(stored)
-	}
+	countingDecode, decodes := countingDecoder(inf)
 	var deleted []string
 	var others atomic.Int64
 	for _, h := range []toolscache.ResourceEventHandler{

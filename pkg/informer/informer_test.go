@@ -234,23 +234,17 @@ func TestHandlerAddedAfterSync(t *testing.T) {
 	run(t, inf)
 	waitSynced(t, inf)
 
-	rec := newRecorder()
-	release := make(chan struct{})
-	var blocked atomic.Bool
-	rec.onCall = func(call) {
-		if blocked.CompareAndSwap(false, true) {
-			<-release
-		}
-	}
+	rec, g := newRecorder(), closedGate()
+	rec.onCall = g.wait
 	reg, err := inf.AddEventHandler(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the handler to block in its first call", blocked.Load)
+	eventually(t, "the handler to block in its first call", func() bool { return g.blocked.Load() == 1 })
 	if reg.HasSynced() {
 		t.Fatal("registration synced before its initial list was delivered")
 	}
-	close(release)
+	g.release()
 	waitSynced(t, reg)
 	select {
 	case <-reg.HasSyncedChecker().Done():
@@ -877,32 +871,20 @@ func TestHandlerAddedBeforeRunSyncsAfterItsInitialList(t *testing.T) {
 		t.Run(strategy.String(), func(t *testing.T) {
 			s := newServer(t, 30)
 			inf := newInformer(s, 0, WithStrategy(strategy))
-			rec := newRecorder()
-			release := make(chan struct{})
-			var blocked atomic.Bool
-			rec.onCall = func(call) {
-				if blocked.CompareAndSwap(false, true) {
-					<-release
-				}
-			}
+			rec, g := newRecorder(), closedGate()
+			rec.onCall = g.wait
 			reg, err := inf.AddEventHandler(rec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			run(t, inf)
-			defer func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			}()
+			defer g.release()
 			waitSynced(t, inf)
-			eventually(t, "the handler to block in its first call", blocked.Load)
+			eventually(t, "the handler to block in its first call", func() bool { return g.blocked.Load() == 1 })
 			if reg.HasSynced() {
 				t.Fatal("registration synced while its handler was in the first call of its initial list")
 			}
-			close(release)
+			g.release()
 			waitSynced(t, reg)
 			if n := rec.len(); n != 30 {
 				t.Fatalf("registration synced after %d calls, want the initial list's 30", n)
