@@ -25,6 +25,11 @@ const (
 	// keeps at most (a few hundred bytes each): past it the oldest goes,
 	// and the requests of that deletion are dropped by every replica.
 	MaxDeletedKeys = 16384
+	// RecordWait is how long a Reconciler retries (every RetryAfter) a
+	// request whose object ObjectKey neither finds nor saw deleted before
+	// it drops it as unknown: the controller's handler may have run before
+	// the handler that records the deletion (each has its own goroutine).
+	RecordWait = time.Second
 )
 
 // deletedKeys is ObjectKey's record of the key values of objects its cache
@@ -41,6 +46,10 @@ type deletedKeys struct {
 	byName map[types.NamespacedName]*list.Element // of *deletedKey
 	order  list.List                              // oldest first
 	full   bool
+	// misses are the names whose requests found neither the object nor
+	// a record, with when the first did: retried until RecordWait has
+	// passed. Bounded by max too.
+	misses map[types.NamespacedName]time.Time
 }
 
 type deletedKey struct {
@@ -50,7 +59,39 @@ type deletedKey struct {
 }
 
 func newDeletedKeys(clk clock.PassiveClock, ttl time.Duration, maxKeys int, onFull func()) *deletedKeys {
-	return &deletedKeys{clock: clk, ttl: ttl, max: maxKeys, onFull: onFull, byName: make(map[types.NamespacedName]*list.Element)}
+	return &deletedKeys{clock: clk, ttl: ttl, max: maxKeys, onFull: onFull,
+		byName: make(map[types.NamespacedName]*list.Element), misses: make(map[types.NamespacedName]time.Time)}
+}
+
+// miss reports whether the request for name, whose object is neither in
+// the cache nor recorded as deleted, should be tried again: its deletion
+// may not have been recorded yet. It is, until RecordWait after the first
+// miss of name; past that (or with max names already waiting) the request
+// is unknown.
+func (d *deletedKeys) miss(name types.NamespacedName) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	first, ok := d.misses[name]
+	if !ok {
+		if len(d.misses) >= d.max {
+			for n, at := range d.misses {
+				if now.Sub(at) >= RecordWait {
+					delete(d.misses, n)
+				}
+			}
+			if len(d.misses) >= d.max {
+				return false
+			}
+		}
+		d.misses[types.NamespacedName{Namespace: strings.Clone(name.Namespace), Name: strings.Clone(name.Name)}] = now
+		return true
+	}
+	if now.Sub(first) < RecordWait {
+		return true
+	}
+	delete(d.misses, name)
+	return false
 }
 
 // record remembers that the object name, whose key value is value, was
@@ -66,6 +107,7 @@ func (d *deletedKeys) record(name types.NamespacedName, value string) {
 	if e, ok := d.byName[name]; ok {
 		d.order.Remove(e)
 	}
+	delete(d.misses, name)
 	d.byName[k.name] = d.order.PushBack(k)
 	dropped := d.expireLocked(k.at)
 	tell := dropped && !d.full
@@ -110,6 +152,7 @@ func (d *deletedKeys) lookup(name types.NamespacedName) (string, func(), bool) {
 func (d *deletedKeys) forget(name types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	delete(d.misses, name)
 	if e, ok := d.byName[name]; ok {
 		d.order.Remove(e)
 		delete(d.byName, name)
@@ -156,6 +199,13 @@ func (d *deletedKeys) handler(key Key) toolscache.ResourceEventHandler {
 type settledKey struct{}
 
 type settlement struct{ fns []func() }
+
+// inReconciler reports whether ctx is a Reconciler's, which can retry the
+// request.
+func inReconciler(ctx context.Context) bool {
+	_, ok := ctx.Value(settledKey{}).(*settlement)
+	return ok
+}
 
 // onSettled registers f to run when the request of ctx is settled; it does
 // nothing when ctx carries no settlement (a KeyFunc called outside a

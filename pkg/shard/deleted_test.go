@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -51,9 +52,18 @@ func (r *informerReader) GetInformer(context.Context, client.Object, ...crcache.
 // that found it gone).
 func (r *informerReader) remove(t *testing.T, obj client.Object, tombstone bool) {
 	t.Helper()
+	r.removeFromCache(t, obj)
+	r.deliverDelete(obj, tombstone)
+}
+
+func (r *informerReader) removeFromCache(t *testing.T, obj client.Object) {
+	t.Helper()
 	if err := r.objects.Delete(context.Background(), obj); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func (r *informerReader) deliverDelete(obj client.Object, tombstone bool) {
 	var event any = obj
 	if tombstone {
 		event = toolscache.DeletedFinalStateUnknown{Key: obj.GetNamespace() + "/" + obj.GetName(), Obj: obj}
@@ -126,11 +136,23 @@ func startPair(t *testing.T) (a, b *Member, stop func()) {
 func TestDeletionReconciledByOneReplica(t *testing.T) {
 	a, b, stop := startPair(t)
 	defer stop()
-	for _, tombstone := range []bool{false, true} {
-		t.Run("tombstone="+strconv.FormatBool(tombstone), func(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		tombstone bool
+		// recordedLate: the controller's handler and worker run before
+		// ObjectKey's handler has recorded the deletion (each handler
+		// has its own goroutine).
+		recordedLate bool
+	}{
+		{name: "deleted"},
+		{name: "tombstone", tombstone: true},
+		{name: "recorded after the request", recordedLate: true},
+	} {
+		tombstone := tc.tombstone
+		t.Run(tc.name, func(t *testing.T) {
 			uid := ""
 			for i := 0; uid == ""; i++ {
-				if u := "uid-" + strconv.Itoa(i) + "-" + strconv.FormatBool(tombstone); b.Serving().Contains(Hash(u)) {
+				if u := "uid-" + strconv.Itoa(i) + "-" + tc.name; b.Serving().Contains(Hash(u)) {
 					uid = u
 				}
 			}
@@ -159,8 +181,21 @@ func TestDeletionReconciledByOneReplica(t *testing.T) {
 				defer r.ctl.stop()
 			}
 			for _, r := range replicas {
+				if tc.recordedLate {
+					r.reader.removeFromCache(t, cm)
+					r.ctl.queue.Add(req)
+					continue
+				}
 				r.reader.remove(t, cm, tombstone)
 				r.ctl.queue.Add(req) // what the controller's own delete handler does
+			}
+			if tc.recordedLate {
+				waitFor(t, "both replicas trying the request", 5*time.Second, func() bool {
+					return replicas[0].ctl.processed.Load() >= 1 && replicas[1].ctl.processed.Load() >= 1
+				})
+				for _, r := range replicas {
+					r.reader.deliverDelete(cm, false)
+				}
 			}
 			waitFor(t, "both replicas handling the deletion", 5*time.Second, func() bool {
 				return replicas[0].ctl.processed.Load() >= 1 && replicas[1].ctl.processed.Load() >= 1
@@ -240,4 +275,45 @@ type optionsReader struct {
 func (r *optionsReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	r.opts = append(r.opts, opts)
 	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A request whose object is neither in the cache nor recorded as deleted
+// is retried by a Reconciler for RecordWait (its deletion may not be
+// recorded yet), then unknown; outside a Reconciler it is unknown at once,
+// and the names waiting are bounded.
+func TestObjectKeyWaitsForTheRecordOfAMissingObject(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLogger(logr.Discard()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newObjectKey(m, newInformerReader(), &corev1.ConfigMap{})
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "never"}}
+	inReconciler := context.WithValue(context.Background(), settledKey{}, &settlement{})
+
+	if v, ok, err := k.key(context.Background(), req); v != "" || ok || err != nil {
+		t.Fatalf("outside a Reconciler: %q, %v, %v; want unknown", v, ok, err)
+	}
+	var elapsed time.Duration
+	for _, step := range []time.Duration{0, RecordWait / 2, RecordWait/2 - time.Millisecond} {
+		clk.Step(step)
+		elapsed += step
+		if _, _, err := k.key(inReconciler, req); !errors.Is(err, errNotRecordedYet) {
+			t.Fatalf("%v after the first miss: %v, want errNotRecordedYet", elapsed, err)
+		}
+	}
+	clk.Step(time.Millisecond)
+	if v, ok, err := k.key(inReconciler, req); v != "" || ok || err != nil {
+		t.Fatalf("RecordWait after the first miss: %q, %v, %v; want unknown", v, ok, err)
+	}
+
+	d := newDeletedKeys(clk, time.Minute, 2, nil)
+	name := func(s string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: s} }
+	if !d.miss(name("x")) || !d.miss(name("y")) || d.miss(name("z")) {
+		t.Fatal("with a bound of 2, a third name waiting for its record was retried")
+	}
+	d.record(name("x"), "ux")
+	if !d.miss(name("z")) {
+		t.Fatal("a name whose record came did not free its place")
+	}
 }

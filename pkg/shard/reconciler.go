@@ -46,7 +46,8 @@ const RetryAfter = 200 * time.Millisecond
 //     listed) holds back every request of every controller of m.
 //   - A request for an object of another member, or whose key is unknown
 //     (key says !ok: an object not in the cache that ObjectKey did not
-//     see deleted), is dropped with a nil error: the owner's informers
+//     see deleted, once RecordWait of retries has passed: see ObjectKey),
+//     is dropped with a nil error: the owner's informers
 //     deliver it there. The request of a deletion that key places (see
 //     ObjectKey) goes to the replica whose range held the object. If the
 //     primary kind is not sharded, every replica sees every event, and one
@@ -71,6 +72,11 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		var settled settlement
 		value, ok, err := key(context.WithValue(ctx, settledKey{}, &settled), req)
+		if errors.Is(err, errNotRecordedYet) {
+			m.cfg.rec.Request("retried")
+			m.cfg.logger.V(4).Info("Retrying a request whose object is gone and whose deletion is not recorded yet", "request", req.NamespacedName)
+			return reconcile.Result{RequeueAfter: RetryAfter}, nil
+		}
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("shard: placing %s: %w", req.NamespacedName, err)
 		}
@@ -126,10 +132,14 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // requeue, or dropped it for another replica's), or when the object is
 // read again (re-created), and at the latest after DeletedKeyTTL; one
 // ObjectKey keeps at most MaxDeletedKeys, the oldest going first (logged
-// once). Past those bounds, and for a reader without informers, a
-// request for an object that is not found is unknown and dropped by every
-// replica, as is one for an object no replica's cache held (a mapping to a
-// name that does not exist).
+// once). The controller's own handler may run before the one that records
+// a deletion (each has its own goroutine), so inside a Reconciler a
+// request that finds neither the object nor a record is retried after
+// RetryAfter until RecordWait has passed since its first such try. Past
+// those bounds, and for a reader without informers, a request for an
+// object that is not found is unknown and dropped by every replica, as is
+// one for an object no replica's cache held (a mapping to a name that does
+// not exist; with informers, after RecordWait).
 func ObjectKey(m *Member, reader client.Reader, obj client.Object) KeyFunc {
 	switch {
 	case m == nil:
@@ -221,11 +231,19 @@ func (k *objectKey) key(ctx context.Context, req reconcile.Request) (string, boo
 	}
 	k.watchDeletions(ctx)
 	v, forget, ok := k.deleted.lookup(req.NamespacedName)
-	if ok {
+	switch {
+	case ok:
 		onSettled(ctx, forget)
+	case inReconciler(ctx) && k.deleted.miss(req.NamespacedName):
+		return "", false, errNotRecordedYet
 	}
 	return v, ok, nil
 }
+
+// errNotRecordedYet is ObjectKey's answer, inside a Reconciler, for a
+// request whose object it neither finds nor saw deleted, until RecordWait
+// has passed: Reconciler retries it after RetryAfter.
+var errNotRecordedYet = errors.New("the object is not in the cache and its deletion is not recorded yet")
 
 // RequestNamespace is the KeyFunc of KeyNamespace sharding for namespaced
 // objects: the request's namespace, known without a read.
