@@ -9,9 +9,10 @@
 //
 //   - LIST and WATCH apply labelSelector (labels.Parse syntax) and
 //     fieldSelector on metadata.name and metadata.namespace, the fields every
-//     resource indexes; a selector that does not parse, or a field selector
-//     on any other field (spec.nodeName of Pods, for instance), answers 400
-//     BadRequest with the API server's message. A watch sees a change
+//     resource indexes, and on those WithFieldSet adds (spec.nodeName of
+//     Pods, for instance); a selector that does not parse, or a field
+//     selector on any other field, answers 400 BadRequest with the API
+//     server's message. A watch sees a change
 //     through its selectors: an object that starts matching comes as ADDED,
 //     one that stops matching as DELETED with its last matching state at the
 //     change's resourceVersion. Shard selectors are recorded, not applied.

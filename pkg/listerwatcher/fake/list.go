@@ -38,7 +38,7 @@ func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (runtime.Obj
 	if err := s.admit(ctx, "list", opts); err != nil {
 		return nil, err
 	}
-	sel, err := parseSelection(opts)
+	sel, err := s.parseSelection(opts)
 	if err != nil {
 		return nil, err
 	}

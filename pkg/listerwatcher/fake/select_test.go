@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
@@ -203,5 +205,67 @@ func TestWatchListAppliesSelectors(t *testing.T) {
 	})
 	if got, want := events(t, w, 3), []string{"ADDED a@2", "ADDED d@5", "BOOKMARK @6 end"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("events %v, want %v", got, want)
+	}
+}
+
+// WithFieldSet adds the fields a resource indexes, as a registry's field
+// label conversions do: a LIST and a WATCH select on them (an object that
+// moves to the selected node comes as ADDED, one that leaves as DELETED),
+// metadata.name and metadata.namespace still work, and any other field is
+// a 400 with the message of a kind's conversion.
+func TestWithFieldSet(t *testing.T) {
+	s := NewServer(&corev1.PodList{}, WithFieldSet(func(obj runtime.Object) fields.Set {
+		return fields.Set{"spec.nodeName": obj.(*corev1.Pod).Spec.NodeName}
+	}))
+	t.Cleanup(s.Close)
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	for _, p := range []*corev1.Pod{pod("a", "n1"), pod("b", "n2"), pod("c", "n1")} {
+		if _, err := s.Create(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lw := s.ListerWatcher()
+	podNames := func(opts metav1.ListOptions) []string {
+		t.Helper()
+		obj, err := lw.List(opts)
+		if err != nil {
+			t.Fatalf("list %+v: %v", opts, err)
+		}
+		var out []string
+		for _, p := range obj.(*corev1.PodList).Items {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if got := podNames(metav1.ListOptions{FieldSelector: "spec.nodeName=n1"}); !reflect.DeepEqual(got, []string{"a", "c"}) {
+		t.Errorf("spec.nodeName=n1 listed %v, want [a c]", got)
+	}
+	if got := podNames(metav1.ListOptions{FieldSelector: "spec.nodeName=n1,metadata.name!=a"}); !reflect.DeepEqual(got, []string{"c"}) {
+		t.Errorf("spec.nodeName=n1,metadata.name!=a listed %v, want [c]", got)
+	}
+	if _, err := lw.List(metav1.ListOptions{FieldSelector: "status.phase=Running"}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "field label not supported: status.phase") {
+		t.Errorf("a field the set does not give: %v, want a BadRequest saying field label not supported", err)
+	}
+
+	w, err := lw.Watch(metav1.ListOptions{FieldSelector: "spec.nodeName=n2", ResourceVersion: s.ResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := s.Update(pod("a", "n2")); err != nil { // moves to n2
+		t.Fatal(err)
+	}
+	if _, err := s.Update(pod("b", "n3")); err != nil { // leaves n2
+		t.Fatal(err)
+	}
+	var got []string
+	for range 2 {
+		ev := receive(t, w)
+		got = append(got, string(ev.Type)+" "+ev.Object.(*corev1.Pod).Name+" on "+ev.Object.(*corev1.Pod).Spec.NodeName)
+	}
+	if want := []string{"ADDED a on n2", "DELETED b on n2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("watch on spec.nodeName=n2: %v, want %v", got, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,11 @@ type Server struct {
 	// bookmarkFrequency is how often a watch that allows bookmarks gets one;
 	// 0 sends none but those asked for.
 	bookmarkFrequency time.Duration
+	// fieldSet gives the fields, besides metadata.name and
+	// metadata.namespace, that field selectors match (WithFieldSet), and
+	// fieldLabels its keys; nil: none.
+	fieldSet    func(runtime.Object) fields.Set
+	fieldLabels fields.Set
 
 	mu         sync.Mutex
 	rv         uint64              // the newest resourceVersion handed out
@@ -127,6 +133,22 @@ func WithBookmarkFrequency(d time.Duration) Option {
 	return func(s *Server) { s.bookmarkFrequency = d }
 }
 
+// WithFieldSet lets field selectors match the fields fieldSet returns for
+// an object, besides metadata.name and metadata.namespace, as a resource's
+// registry does with its field label conversions: spec.nodeName and
+// status.phase of Pods, type of Secrets, and so on. A field selector on a
+// field fieldSet does not return answers 400 BadRequest "field label not
+// supported". The fields are the keys fieldSet returns for the list's zero
+// item, so they must not depend on the object's values. For instance, for
+// Pods by node:
+//
+//	fake.WithFieldSet(func(obj runtime.Object) fields.Set {
+//		return fields.Set{"spec.nodeName": obj.(*corev1.Pod).Spec.NodeName}
+//	})
+func WithFieldSet(fieldSet func(obj runtime.Object) fields.Set) Option {
+	return func(s *Server) { s.fieldSet = fieldSet }
+}
+
 // NewServer returns an empty server storing the item type of exampleList,
 // which must be a pointer to a typed list such as &corev1.ConfigMapList{}.
 // It panics on anything else: that is a bug in the test.
@@ -162,6 +184,9 @@ func NewServer(exampleList runtime.Object, opts ...Option) *Server {
 	}
 	for _, opt := range opts {
 		opt(s)
+	}
+	if s.fieldSet != nil {
+		s.fieldLabels = s.fieldSet(reflect.New(elem).Interface().(runtime.Object))
 	}
 	return s
 }

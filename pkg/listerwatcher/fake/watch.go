@@ -66,7 +66,7 @@ func (s *Server) watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 	if err := s.admit(ctx, "watch", opts); err != nil {
 		return nil, err
 	}
-	sel, err := parseSelection(opts)
+	sel, err := s.parseSelection(opts)
 	if err != nil {
 		return nil, err
 	}
