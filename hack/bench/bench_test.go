@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,6 +208,78 @@ func TestGoals(t *testing.T) {
 	if _, ok := got["initial sync: sampled peak vs client-go streaming"]; ok {
 		t.Error("a goal was computed for a row the run does not have")
 	}
+
+	// The unwritten pair has the time goals of the others, and no other.
+	r.Rows = append(r.Rows,
+		benchresults.Row{Name: "ours-listwatch-unwritten", Median: benchresults.Phase{PeakHeap: 30, SteadyHeap: 25, SyncSeconds: 3}},
+		benchresults.Row{Name: "ours-listwatch-unwritten relist", Median: benchresults.Phase{PeakLive: 28, SyncSeconds: 1}},
+		benchresults.Row{Name: "client-go-list-unwritten", Median: benchresults.Phase{PeakHeap: 50, SyncSeconds: 2}},
+		benchresults.Row{Name: "client-go-list-unwritten relist", Median: benchresults.Phase{PeakLive: 56, SyncSeconds: 2}},
+	)
+	unwritten := map[string]float64{}
+	for _, g := range goals(r) {
+		if strings.HasSuffix(g.Ours, "-unwritten") || strings.HasSuffix(g.Ours, "-unwritten relist") {
+			unwritten[g.Goal] = g.Ratio
+		}
+	}
+	if want := map[string]float64{"time to sync vs client-go": 1.5, "relist time vs client-go": 0.5}; !maps.Equal(unwritten, want) {
+		t.Errorf("goals of the unwritten pair: %v, want %v", unwritten, want)
+	}
+}
+
+// The count of objects read from etcd sums the etcd series of the
+// resource only (the metric has a series per storage, and the kinds'
+// names overlap: clusterrolebindings).
+func TestCountEtcdListed(t *testing.T) {
+	exposition := []byte(`# HELP apiserver_storage_list_returned_objects_total [ALPHA] Number of objects returned for a LIST request from storage
+# TYPE apiserver_storage_list_returned_objects_total counter
+apiserver_storage_list_returned_objects_total{group="rbac.authorization.k8s.io",resource="clusterrolebindings",storage="etcd"} 7
+apiserver_storage_list_returned_objects_total{group="rbac.authorization.k8s.io",resource="rolebindings",storage="etcd"} 9500
+apiserver_storage_list_returned_objects_total{group="rbac.authorization.k8s.io",resource="rolebindings",storage="watchcache"} 20000
+apiserver_storage_list_total{group="rbac.authorization.k8s.io",index="",resource="rolebindings",storage="etcd"} 7
+`)
+	if n, err := countEtcdListed(exposition, "rolebindings"); n != 9500 || err != nil {
+		t.Errorf("countEtcdListed = %v, %v; want 9500", n, err)
+	}
+	if n, err := countEtcdListed(exposition, "pods"); n != 0 || err != nil {
+		t.Errorf("countEtcdListed of a resource never read from etcd = %v, %v; want 0", n, err)
+	}
+	if _, err := countEtcdListed([]byte(`apiserver_storage_list_returned_objects_total{resource="pods",storage="etcd"} many`), "pods"); err == nil {
+		t.Error("an unparsable value was counted")
+	}
+}
+
+// A child's row must measure the state it is labelled with: a paginated
+// child of an unwritten resource reads its continue pages from etcd, and no
+// child of a written one reads from etcd.
+func TestCheckState(t *testing.T) {
+	unwritten, _ := findVariant("ours-listwatch-unwritten")
+	theirs, _ := findVariant("client-go-list-unwritten")
+	written, _ := findVariant("ours-listwatch")
+	m := &measurer{o: options{touch: true, pageSize: -1}, total: 10007}
+	for _, tc := range []struct {
+		v        variant
+		fromEtcd float64
+		ok       bool
+	}{
+		{unwritten, 9507, true},
+		{unwritten, 0, false},
+		{theirs, 0, true}, // resourceVersion "0": the watch cache answers it whole
+		{written, 0, true},
+		{written, 1500, false},
+	} {
+		if err := m.checkState(tc.v, tc.fromEtcd); (err == nil) != tc.ok {
+			t.Errorf("%s with %v objects from etcd: %v, want ok %v", tc.v.name, tc.fromEtcd, err, tc.ok)
+		}
+	}
+	small := &measurer{o: options{touch: true, pageSize: -1}, total: 400}
+	if err := small.checkState(unwritten, 0); err != nil {
+		t.Errorf("a list of one page reads no continue page, yet: %v", err)
+	}
+	all := &measurer{o: options{touch: false, pageSize: -1}, total: 10007}
+	if err := all.checkState(written, 0); err == nil {
+		t.Error("with --touch=false, a paginated child that read nothing from etcd passed")
+	}
 }
 
 // Of each pair the goals compare, neither is always measured first: the
@@ -300,7 +373,9 @@ func TestSmoke(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cl, err := testenv.StartCluster("")
+	// As make bench starts it, so that the -unwritten variants' wait ends
+	// with a compaction behind it.
+	cl, err := testenv.StartCluster("", testenv.APIServerFlag{Name: "etcd-compaction-interval", Value: defaultCompaction.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +412,8 @@ func TestSmoke(t *testing.T) {
 		kubeconfig: writeKubeconfigFile(t, cl),
 		variants:   smokeVariants,
 		out:        t.TempDir(), publish: t.TempDir(), memLimit: false, touch: true, workers: 8, interval: 2 * time.Millisecond,
-		exe: os.Args[0], commandLine: "smoke",
+		compaction: defaultCompaction,
+		exe:        os.Args[0], commandLine: "smoke",
 		relistDelay:      0, // the short-watch path of client-go's relist, to save time
 		timelineInterval: 5 * time.Millisecond,
 	}
@@ -575,12 +651,11 @@ func TestListCostMarkdown(t *testing.T) {
 	}
 }
 
-// The compaction interval is a flag of the API server the bench starts: it
-// cannot reach a --kubeconfig cluster, and the API server refuses
-// sub-second intervals; a negative settle is a typo.
+// The API server refuses sub-second compaction intervals; a negative one or
+// a negative settle is a typo.
 func TestCompactionAndSettleFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--etcd-compaction-interval", "15s", "--kubeconfig", "/nonexistent"},
+		{"--etcd-compaction-interval", "-15s"},
 		{"--etcd-compaction-interval", "500ms"},
 		{"--settle", "-1s"},
 	} {

@@ -46,8 +46,9 @@ type options struct {
 	out        string
 	memLimit   bool
 	touch      bool
-	// compaction is the started API server's --etcd-compaction-interval
-	// (0: its default, 5 minutes); settle, the wait after populating.
+	// compaction is the API server's --etcd-compaction-interval: the one
+	// the bench starts gets it; with --kubeconfig it says the cluster's.
+	// settle is the wait after populating.
 	compaction, settle time.Duration
 	listCost           bool
 	workers            int
@@ -61,6 +62,17 @@ type options struct {
 	publish          string
 	flags            map[string]string
 }
+
+const (
+	// defaultCompaction is the etcd compaction interval of the API server
+	// the bench starts: short, so that the -unwritten variants wait less
+	// than a minute for a resource unwritten since a compaction. The other
+	// children list within seconds of their touch, well before a
+	// compaction drops the watch cache's snapshot of it (checkState checks).
+	defaultCompaction = 15 * time.Second
+	// apiServerCompaction is kube-apiserver's default interval.
+	apiServerCompaction = 5 * time.Minute
+)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
@@ -105,10 +117,11 @@ Flags:
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "use this cluster instead of starting envtest")
 	fs.StringVar(&o.variants, "variants", "", "regular expression selecting variants by name (default all): "+strings.Join(variantNames(), ", "))
 	fs.StringVar(&o.out, "out", "_output/bench", "folder for results.md, results.json, the charts and the children's logs")
-	fs.BoolVar(&o.touch, "touch", true, "update one bench object before each child, so that the API server serves continue pages from its watch cache, "+
-		"as for a resource that changes; false measures a resource nobody wrote since the last etcd compaction (every 5 minutes), whose continue pages come from etcd")
-	fs.DurationVar(&o.compaction, "etcd-compaction-interval", 0, "the --etcd-compaction-interval of the API server the bench starts (0: its default, 5m); "+
-		"with --touch=false and --settle at least twice as long, the children list a resource nobody wrote since the last compaction")
+	fs.BoolVar(&o.touch, "touch", true, "update one bench object before each child but the -unwritten variants', so that the API server serves continue pages from its watch cache, "+
+		"as for a resource that changes; false measures every child on a resource nobody wrote since the last etcd compaction, whose continue pages come from etcd "+
+		"(it waits as before the -unwritten variants after populating and after each churn)")
+	fs.DurationVar(&o.compaction, "etcd-compaction-interval", 0, "the --etcd-compaction-interval of the API server the bench starts (0: 15s), or, with --kubeconfig, the cluster's (0: 5m, the API server's default); "+
+		"the -unwritten variants run last, 2 intervals + 20s after the bench's last write")
 	fs.DurationVar(&o.settle, "settle", 0, "wait this long after populating, and after each churn child's repopulation, before the next child")
 	fs.BoolVar(&o.memLimit, "memlimit", false, "also run every variant under GOMEMLIMIT = 1.5 x the floor + the baseline (needs the floor variant); "+
 		"off by default: users' processes run without a memory limit unless they set one, and every default row runs as theirs do")
@@ -132,13 +145,21 @@ Flags:
 		fmt.Fprintln(stderr, "bench: --objects, --runs and --populate-workers must be positive")
 		return 2
 	}
-	if o.compaction != 0 && (o.kubeconfig != "" || o.compaction < time.Second) {
-		fmt.Fprintln(stderr, "bench: --etcd-compaction-interval is for the API server the bench starts (no --kubeconfig), and at least 1s")
+	switch {
+	case o.compaction < 0 || o.compaction > 0 && o.compaction < time.Second:
+		fmt.Fprintln(stderr, "bench: --etcd-compaction-interval must be at least 1s")
 		return 2
+	case o.compaction == 0 && o.kubeconfig == "":
+		o.compaction = defaultCompaction
+	case o.compaction == 0:
+		o.compaction = apiServerCompaction
 	}
 	if o.settle < 0 {
 		fmt.Fprintln(stderr, "bench: --settle must not be negative")
 		return 2
+	}
+	if !o.touch {
+		o.settle = max(o.settle, unwrittenWait(o.compaction))
 	}
 	if o.listCost && o.memLimit {
 		fmt.Fprintln(stderr, "bench: --list-cost runs no children, so --memlimit has nothing to limit")

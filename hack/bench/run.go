@@ -47,7 +47,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		prog.Step("starting kube-apiserver and etcd (envtest)")
 	}
 	var flags []testenv.APIServerFlag
-	if o.compaction != 0 {
+	if o.kubeconfig == "" {
 		flags = append(flags, testenv.APIServerFlag{Name: "etcd-compaction-interval", Value: o.compaction.String()})
 	}
 	cl, err := testenv.StartCluster(o.kubeconfig, flags...)
@@ -92,30 +92,20 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	if o.memLimit {
 		m.jobs *= 2
 	}
-	var phases []benchresults.Phase
-	for run := range o.runs {
-		for _, v := range childOrder(selected, run) {
-			ps, err := m.runChild(ctx, v, 0, run)
-			if err != nil {
-				return err
-			}
-			phases = append(phases, ps...)
-		}
+	phases, err := m.measureAll(ctx, selected, 0)
+	if err != nil {
+		return err
 	}
 	var limit int64
 	if o.memLimit {
 		if limit, err = memLimitFrom(phases); err != nil {
 			return err
 		}
-		for run := range o.runs {
-			for _, v := range childOrder(selected, run) {
-				ps, err := m.runChild(ctx, v, limit, run)
-				if err != nil {
-					return err
-				}
-				phases = append(phases, ps...)
-			}
+		limited, err := m.measureAll(ctx, selected, limit)
+		if err != nil {
+			return err
 		}
+		phases = append(phases, limited...)
 	}
 	prog.Finish(fmt.Sprintf("measured %d children in %s", m.done, since(started)))
 
@@ -125,6 +115,56 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		return err
 	}
 	return rep.publish(o.publish)
+}
+
+// measureAll runs every selected variant --runs times: first those of a
+// resource written just before each child, then, once a compaction has
+// passed since the last of the bench's writes, the unwritten ones (which
+// write nothing).
+func (m *measurer) measureAll(ctx context.Context, selected []variant, memLimit int64) ([]benchresults.Phase, error) {
+	var written, unwritten []variant
+	for _, v := range selected {
+		if v.unwritten {
+			unwritten = append(unwritten, v)
+		} else {
+			written = append(written, v)
+		}
+	}
+	var phases []benchresults.Phase
+	for i, vs := range [][]variant{written, unwritten} {
+		if len(vs) == 0 {
+			continue
+		}
+		if i == 1 {
+			if err := settle(ctx, unwrittenWait(m.o.compaction), m.prog); err != nil {
+				return nil, err
+			}
+		}
+		for run := range m.o.runs {
+			for _, v := range childOrder(vs, run) {
+				ps, err := m.runChild(ctx, v, memLimit, run)
+				if err != nil {
+					return nil, err
+				}
+				phases = append(phases, ps...)
+			}
+		}
+	}
+	return phases, nil
+}
+
+// compactorPollPeriod is how often the API server's watch cache reads the
+// compacted revision and drops its snapshots below it (v1.37.2's
+// k8s.io/apiserver/pkg/storage/cacher: 15 s).
+const compactorPollPeriod = 15 * time.Second
+
+// unwrittenWait is how long after its last write a resource is unwritten
+// since a compaction, as the watch cache knows it: the API server compacts
+// every interval to the revision it saw one interval before, so a compaction
+// past the write comes within two intervals, and the watch cache notices it
+// within its poll period (with a few seconds to spare).
+func unwrittenWait(compaction time.Duration) time.Duration {
+	return 2*compaction + compactorPollPeriod + 5*time.Second
 }
 
 // childOrder is the order in which run number run measures the selected
@@ -213,10 +253,14 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 	}
 	defer logFile.Close()
 
-	if m.o.touch {
+	if m.o.touch && !v.unwritten {
 		if err := m.touch(ctx); err != nil {
 			return nil, err
 		}
+	}
+	etcdBefore, err := m.etcdListed(ctx)
+	if err != nil {
+		return nil, err
 	}
 	ch := planChurn(m.o.objects, v.churn)
 	timeout := max(10*time.Minute, time.Duration(m.total)*10*time.Millisecond)
@@ -264,6 +308,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 		cancel() // the child may be waiting for us
 	}
 	waitErr := cmd.Wait()
+	etcdAfter, etcdErr := m.etcdListed(ctx)
 	if v.churn > 0 {
 		// Put the deleted objects back and the new ones away for the next
 		// child; the modified ones keep their size.
@@ -283,6 +328,11 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 		return nil, fmt.Errorf("child %s failed: %w; the end of %s:\n%s", label, errors.Join(waitErr, protoErr), logPath, tail(logPath, 15))
 	case phases == nil:
 		return nil, fmt.Errorf("child %s printed no result; see %s", label, logPath)
+	case etcdErr != nil:
+		return nil, etcdErr
+	}
+	if err := m.checkState(v, etcdAfter-etcdBefore); err != nil {
+		return nil, fmt.Errorf("child %s: %w", label, err)
 	}
 
 	restarts := 1

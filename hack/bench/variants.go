@@ -62,6 +62,11 @@ type variant struct {
 	// is modified, and 1% deleted and created, while the watch is down;
 	// only the relist row is reported.
 	churn int
+	// unwritten: the child lists a resource nobody wrote since the last
+	// etcd compaction (no touch; it runs after every other child, once a
+	// compaction has passed since the bench's last write), whose continue
+	// pages the API server reads from etcd.
+	unwritten bool
 }
 
 // transform is the transform the child sets on the variant's informer.
@@ -144,6 +149,15 @@ func variants() []variant {
 			v.desc = fmt.Sprintf("%s; %d%% of the bench objects modified, %d%% deleted and as many created while the watch was down", v.desc, percent, churnDeletedPercent)
 			all = append(all, v)
 		}
+	}
+	// The paginated pair again on a resource nobody wrote since the last
+	// etcd compaction: the state of a rarely written kind, where only
+	// paginated lists pay (their continue pages come from etcd).
+	for _, base := range []string{"client-go-list", "ours-listwatch"} {
+		v := *findIn(all, base)
+		v.name, v.unwritten = base+"-unwritten", true
+		v.desc += "; the resource unwritten since the last etcd compaction, so that continue pages come from etcd"
+		all = append(all, v)
 	}
 	return all
 }
