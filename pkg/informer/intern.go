@@ -13,8 +13,11 @@ import (
 // images, ...) then share one instance, and slices lose their spare
 // capacity. Stored objects stay ordinary API objects.
 //
-// It runs after the transform set with SetTransform, on what that returns.
-// Objects kept by relist reuse were interned when they were first stored and
+// It runs after the transform set with SetTransform, on what that returns,
+// and writes it (its strings are replaced by equal, shared ones), so the
+// transform must not put into the objects it returns a map or slice that it
+// keeps or that other objects share: another goroutine reading it would
+// race with the interning. Objects kept by relist reuse were interned when they were first stored and
 // are not walked again. With WithEncodedStore, only the objects the codec
 // refuses, which the store keeps decoded (typed custom resources), are
 // interned: the store keeps the others as bytes and every read decodes a
