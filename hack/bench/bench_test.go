@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -230,7 +231,7 @@ func TestGoals(t *testing.T) {
 // The count of objects read from etcd sums the etcd series of the
 // resource only (the metric has a series per storage, and the kinds'
 // names overlap: clusterrolebindings).
-func TestCountEtcdListed(t *testing.T) {
+func TestSumSeries(t *testing.T) {
 	exposition := []byte(`# HELP apiserver_storage_list_returned_objects_total [ALPHA] Number of objects returned for a LIST request from storage
 # TYPE apiserver_storage_list_returned_objects_total counter
 apiserver_storage_list_returned_objects_total{group="rbac.authorization.k8s.io",resource="clusterrolebindings",storage="etcd"} 7
@@ -238,13 +239,16 @@ apiserver_storage_list_returned_objects_total{group="rbac.authorization.k8s.io",
 apiserver_storage_list_returned_objects_total{group="rbac.authorization.k8s.io",resource="rolebindings",storage="watchcache"} 20000
 apiserver_storage_list_total{group="rbac.authorization.k8s.io",index="",resource="rolebindings",storage="etcd"} 7
 `)
-	if n, err := countEtcdListed(exposition, "rolebindings"); n != 9500 || err != nil {
-		t.Errorf("countEtcdListed = %v, %v; want 9500", n, err)
+	etcd := func(resource string) (float64, error) {
+		return sumSeries(exposition, etcdListedMetric, `resource="`+resource+`"`, `storage="etcd"`)
 	}
-	if n, err := countEtcdListed(exposition, "pods"); n != 0 || err != nil {
-		t.Errorf("countEtcdListed of a resource never read from etcd = %v, %v; want 0", n, err)
+	if n, err := etcd("rolebindings"); n != 9500 || err != nil {
+		t.Errorf("objects read from etcd = %v, %v; want 9500", n, err)
 	}
-	if _, err := countEtcdListed([]byte(`apiserver_storage_list_returned_objects_total{resource="pods",storage="etcd"} many`), "pods"); err == nil {
+	if n, err := etcd("pods"); n != 0 || err != nil {
+		t.Errorf("objects of a resource never read from etcd = %v, %v; want 0", n, err)
+	}
+	if _, err := sumSeries([]byte(`apiserver_storage_list_returned_objects_total{resource="pods",storage="etcd"} many`), etcdListedMetric); err == nil {
 		t.Error("an unparsable value was counted")
 	}
 }
@@ -270,17 +274,22 @@ func TestCheckState(t *testing.T) {
 		{written, 1500, false},
 		{churned, 10007, true}, // its relist may come from etcd while the watch cache catches up
 	} {
-		if err := m.checkState(tc.v, tc.fromEtcd); (err == nil) != tc.ok {
+		if err := m.checkState(tc.v, serverCounts{etcdListed: tc.fromEtcd}); (err == nil) != tc.ok {
 			t.Errorf("%s with %v objects from etcd: %v, want ok %v", tc.v.name, tc.fromEtcd, err, tc.ok)
 		}
 	}
 	small := &measurer{o: options{touch: true, pageSize: -1}, total: 400}
-	if err := small.checkState(unwritten, 0); err != nil {
+	if err := small.checkState(unwritten, serverCounts{}); err != nil {
 		t.Errorf("a list of one page reads no continue page, yet: %v", err)
 	}
 	all := &measurer{o: options{touch: false, pageSize: -1}, total: 10007}
-	if err := all.checkState(written, 0); err == nil {
-		t.Error("with --touch=false, a paginated child that read nothing from etcd passed")
+	if err := all.checkState(written, serverCounts{}); !errors.Is(err, errNotUnwritten) {
+		t.Errorf("with --touch=false, a paginated child that read nothing from etcd: %v, want errNotUnwritten", err)
+	}
+	// The API server's own relist (its watch cache re-initializing) reads
+	// from etcd and ends every watch: the child is measured again.
+	if err := m.checkState(written, serverCounts{etcdListed: 10007, cacheInits: 1}); !errors.Is(err, errDisturbed) {
+		t.Errorf("a child during which the watch cache re-initialized: %v, want errDisturbed", err)
 	}
 }
 

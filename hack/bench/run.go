@@ -107,7 +107,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 		}
 		phases = append(phases, limited...)
 	}
-	prog.Finish(fmt.Sprintf("measured %d children in %s", m.done, since(started)))
+	prog.Finish(fmt.Sprintf("measured %d children in %s; %d measured again: the API server re-initialized its watch cache meanwhile, or served an unwritten child from it", m.done, since(started), m.disturbed))
 
 	rep := newReport(o, selected, phases, limit, total, serverVersion)
 	rep.Provenance = prov.finish(o)
@@ -142,7 +142,7 @@ func (m *measurer) measureAll(ctx context.Context, selected []variant, memLimit 
 		}
 		for run := range m.o.runs {
 			for _, v := range childOrder(vs, run) {
-				ps, err := m.runChild(ctx, v, memLimit, run)
+				ps, err := m.runChildUndisturbed(ctx, v, memLimit, run)
 				if err != nil {
 					return nil, err
 				}
@@ -151,6 +151,30 @@ func (m *measurer) measureAll(ctx context.Context, selected []variant, memLimit 
 		}
 	}
 	return phases, nil
+}
+
+// maxDisturbed is how many times in a row a child may be measured again
+// (errDisturbed, errNotUnwritten) before the bench gives up.
+const maxDisturbed = 3
+
+// runChildUndisturbed runs the child again while the API server disturbed
+// it, or did not read an unwritten child's pages from etcd (after another
+// wait), up to maxDisturbed times.
+func (m *measurer) runChildUndisturbed(ctx context.Context, v variant, memLimit int64, run int) ([]benchresults.Phase, error) {
+	for attempt := 1; ; attempt++ {
+		ps, err := m.runChild(ctx, v, memLimit, run)
+		again := errors.Is(err, errDisturbed) || errors.Is(err, errNotUnwritten)
+		if !again || attempt == maxDisturbed {
+			return ps, err
+		}
+		m.disturbed++
+		m.prog.Finish(fmt.Sprintf("%v; measuring it again", err))
+		if errors.Is(err, errNotUnwritten) {
+			if err := settle(ctx, unwrittenWait(m.o.compaction), m.prog); err != nil {
+				return nil, err
+			}
+		}
+	}
 }
 
 // compactorPollPeriod is how often the API server's watch cache reads the
@@ -225,6 +249,7 @@ type measurer struct {
 	prog       *benchkit.Progress
 	dir        string
 	jobs, done int
+	disturbed  int // children measured again (errDisturbed)
 	revision   int // the revision annotation the last churn set
 }
 
@@ -258,7 +283,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 			return nil, err
 		}
 	}
-	etcdBefore, err := m.etcdListed(ctx)
+	before, err := m.serverCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +333,7 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 		cancel() // the child may be waiting for us
 	}
 	waitErr := cmd.Wait()
-	etcdAfter, etcdErr := m.etcdListed(ctx)
+	after, countsErr := m.serverCounts(ctx)
 	if v.churn > 0 {
 		// Put the deleted objects back and the new ones away for the next
 		// child; the modified ones keep their size.
@@ -328,10 +353,10 @@ func (m *measurer) runChild(ctx context.Context, v variant, memLimit int64, run 
 		return nil, fmt.Errorf("child %s failed: %w; the end of %s:\n%s", label, errors.Join(waitErr, protoErr), logPath, tail(logPath, 15))
 	case phases == nil:
 		return nil, fmt.Errorf("child %s printed no result; see %s", label, logPath)
-	case etcdErr != nil:
-		return nil, etcdErr
+	case countsErr != nil:
+		return nil, countsErr
 	}
-	if err := m.checkState(v, etcdAfter-etcdBefore); err != nil {
+	if err := m.checkState(v, after.sub(before)); err != nil {
 		return nil, fmt.Errorf("child %s: %w", label, err)
 	}
 
