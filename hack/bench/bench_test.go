@@ -271,7 +271,7 @@ func TestCheckState(t *testing.T) {
 		{unwritten, 0, false},
 		{theirs, 0, true}, // resourceVersion "0": the watch cache answers it whole
 		{written, 0, true},
-		{written, 1500, false},
+		{written, 1500, false}, // errDisturbed: measured again
 		{churned, 10007, true}, // its relist may come from etcd while the watch cache catches up
 	} {
 		if err := m.checkState(tc.v, serverCounts{etcdListed: tc.fromEtcd}); (err == nil) != tc.ok {
