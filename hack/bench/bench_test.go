@@ -339,6 +339,31 @@ func TestFlagValuesHoldDefaultsToo(t *testing.T) {
 	}
 }
 
+// The compaction interval defaults to 15 s on the API server the bench
+// starts and to the API server's own 5 minutes for a --kubeconfig cluster;
+// --touch=false waits as the unwritten variants do; the results show the
+// values that ran.
+func TestResolveWaits(t *testing.T) {
+	for _, tc := range []struct {
+		o                  options
+		compaction, settle time.Duration
+	}{
+		{options{touch: true}, 15 * time.Second, 0},
+		{options{touch: true, kubeconfig: "kc"}, 5 * time.Minute, 0},
+		{options{touch: true, compaction: time.Minute, settle: time.Second}, time.Minute, time.Second},
+		{options{touch: false}, 15 * time.Second, 50 * time.Second},
+		{options{touch: false, settle: time.Hour}, 15 * time.Second, time.Hour},
+	} {
+		o := tc.o
+		o.flags = map[string]string{"etcd-compaction-interval": "0s", "settle": "0s"}
+		o.resolveWaits()
+		if o.compaction != tc.compaction || o.settle != tc.settle ||
+			o.flags["etcd-compaction-interval"] != tc.compaction.String() || o.flags["settle"] != tc.settle.String() {
+			t.Errorf("%+v: compaction %v, settle %v, recorded %v; want %v and %v", tc.o, o.compaction, o.settle, o.flags, tc.compaction, tc.settle)
+		}
+	}
+}
+
 // A child runs with client-go's defaults whatever the parent's environment
 // says: KUBE_CACHE_MUTATION_DETECTOR (which Kubernetes' test scripts
 // export) makes client-go's informer and our plain store hold a copy of

@@ -63,6 +63,24 @@ type options struct {
 	flags            map[string]string
 }
 
+// resolveWaits sets the compaction interval and the settle a run uses
+// where the flags leave them to the bench, and records them among the flags
+// the results show: what ran, not the zero that chose it.
+func (o *options) resolveWaits() {
+	switch {
+	case o.compaction == 0 && o.kubeconfig == "":
+		o.compaction = defaultCompaction
+	case o.compaction == 0:
+		o.compaction = apiServerCompaction
+	}
+	if !o.touch {
+		o.settle = max(o.settle, unwrittenWait(o.compaction))
+	}
+	if o.flags != nil {
+		o.flags["etcd-compaction-interval"], o.flags["settle"] = o.compaction.String(), o.settle.String()
+	}
+}
+
 const (
 	// defaultCompaction is the etcd compaction interval of the API server
 	// the bench starts: short, so that the -unwritten variants wait less
@@ -145,22 +163,15 @@ Flags:
 		fmt.Fprintln(stderr, "bench: --objects, --runs and --populate-workers must be positive")
 		return 2
 	}
-	switch {
-	case o.compaction < 0 || o.compaction > 0 && o.compaction < time.Second:
+	if o.compaction < 0 || o.compaction > 0 && o.compaction < time.Second {
 		fmt.Fprintln(stderr, "bench: --etcd-compaction-interval must be at least 1s")
 		return 2
-	case o.compaction == 0 && o.kubeconfig == "":
-		o.compaction = defaultCompaction
-	case o.compaction == 0:
-		o.compaction = apiServerCompaction
 	}
 	if o.settle < 0 {
 		fmt.Fprintln(stderr, "bench: --settle must not be negative")
 		return 2
 	}
-	if !o.touch {
-		o.settle = max(o.settle, unwrittenWait(o.compaction))
-	}
+	o.resolveWaits()
 	if o.listCost && o.memLimit {
 		fmt.Fprintln(stderr, "bench: --list-cost runs no children, so --memlimit has nothing to limit")
 		return 2
