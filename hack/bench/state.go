@@ -96,10 +96,10 @@ var errDisturbed = errors.New("the API server did work of its own on the kind wh
 // row is labelled with: a paginated child of a resource nobody wrote since
 // the last compaction read its continue pages from etcd, and no child of a
 // resource written just before it read anything from etcd (else it was
-// disturbed: errDisturbed). A churn child is
-// not held to the latter: after the churn's thousands of writes, the API
-// server may answer its relist's LISTs from etcd (for instance by falling back
-// when its watch cache has not caught up in time), as it would a user's.
+// disturbed: errDisturbed). A churn child is not held to the latter: after
+// the churn's thousands of writes, the API server may answer its relist's
+// LISTs from etcd (for instance by falling back when its watch cache has
+// not caught up in time), as it would a user's.
 func (m *measurer) checkState(v variant, during serverCounts) error {
 	if during.cacheInits > 0 {
 		return fmt.Errorf("%w: it re-initialized its watch cache of %s (%.0f objects read from etcd)", errDisturbed, m.o.kind.resource, during.etcdListed)
