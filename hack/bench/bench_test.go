@@ -291,6 +291,11 @@ func TestCheckState(t *testing.T) {
 	if err := m.checkState(written, serverCounts{etcdListed: 10007, cacheInits: 1}); !errors.Is(err, errDisturbed) {
 		t.Errorf("a child during which the watch cache re-initialized: %v, want errDisturbed", err)
 	}
+	// So does its periodic check of the watch cache against etcd, even
+	// during an unwritten child, whose own reads it would hide.
+	if err := m.checkState(unwritten, serverCounts{etcdListed: 19514, consistencyChecks: 1}); !errors.Is(err, errDisturbed) || !strings.Contains(err.Error(), "checked its watch cache") {
+		t.Errorf("a child during which the API server checked its watch cache against etcd: %v, want errDisturbed naming the check", err)
+	}
 }
 
 // Of each pair the goals compare, neither is always measured first: the

@@ -20,16 +20,26 @@ const (
 	// resource: each lists the resource from etcd and ends every watch of
 	// it (k8s.io/apiserver/pkg/storage/cacher/metrics).
 	cacheInitsMetric = "apiserver_watch_cache_initializations_total"
+	// consistencyChecksMetric counts the checks of the watch cache against
+	// etcd (feature DetectCacheInconsistency, on by default in v1.37.2):
+	// every 5 to 7.5 minutes per resource, each lists it whole from etcd
+	// (k8s.io/apiserver/pkg/storage/cacher/consistency).
+	consistencyChecksMetric = "apiserver_storage_consistency_checks_total"
 )
 
 // serverCounts are the API server's counters a child is checked against.
 type serverCounts struct {
-	etcdListed float64 // objects of the bench's kind LISTs read from etcd
-	cacheInits float64 // initializations of the kind's watch cache
+	etcdListed        float64 // objects of the bench's kind LISTs read from etcd
+	cacheInits        float64 // initializations of the kind's watch cache
+	consistencyChecks float64 // checks of the kind's watch cache against etcd
 }
 
 func (c serverCounts) sub(before serverCounts) serverCounts {
-	return serverCounts{etcdListed: c.etcdListed - before.etcdListed, cacheInits: c.cacheInits - before.cacheInits}
+	return serverCounts{
+		etcdListed:        c.etcdListed - before.etcdListed,
+		cacheInits:        c.cacheInits - before.cacheInits,
+		consistencyChecks: c.consistencyChecks - before.consistencyChecks,
+	}
 }
 
 // serverCounts reads the counters from the API server's /metrics.
@@ -43,6 +53,9 @@ func (m *measurer) serverCounts(ctx context.Context) (serverCounts, error) {
 		return serverCounts{}, err
 	}
 	if c.cacheInits, err = sumSeries(raw, cacheInitsMetric, `resource="`+m.o.kind.resource+`"`); err != nil {
+		return serverCounts{}, err
+	}
+	if c.consistencyChecks, err = sumSeries(raw, consistencyChecksMetric, `resource="`+m.o.kind.resource+`"`); err != nil {
 		return serverCounts{}, err
 	}
 	return c, nil
@@ -86,9 +99,10 @@ var errNotUnwritten = errors.New("the API server read no object from etcd for th
 
 // errDisturbed is a child's measurement that the API server disturbed: its
 // watch cache of the kind re-initialized meanwhile (a full list from etcd
-// on the same cores, and every watch ended), or it read objects of the
-// kind from etcd while the resource was written just before the child.
-// The child is measured again.
+// on the same cores, and every watch ended), it checked that cache against
+// etcd (a full list from etcd), or it read objects of the kind from etcd
+// for no reason the bench knows while the resource was written just before
+// the child. The child is measured again.
 var errDisturbed = errors.New("the API server did work of its own on the kind while the child ran")
 
 // checkState checks, from the objects the API server's LISTs read from etcd
@@ -101,8 +115,11 @@ var errDisturbed = errors.New("the API server did work of its own on the kind wh
 // LISTs from etcd (for instance by falling back when its watch cache has
 // not caught up in time), as it would a user's.
 func (m *measurer) checkState(v variant, during serverCounts) error {
-	if during.cacheInits > 0 {
+	switch {
+	case during.cacheInits > 0:
 		return fmt.Errorf("%w: it re-initialized its watch cache of %s (%.0f objects read from etcd)", errDisturbed, m.o.kind.resource, during.etcdListed)
+	case during.consistencyChecks > 0:
+		return fmt.Errorf("%w: it checked its watch cache of %s against etcd (%.0f objects read from etcd)", errDisturbed, m.o.kind.resource, during.etcdListed)
 	}
 	fromEtcd := during.etcdListed
 	unwritten := v.unwritten || !m.o.touch
@@ -113,10 +130,8 @@ func (m *measurer) checkState(v variant, during serverCounts) error {
 		return errNotUnwritten
 	case !unwritten && v.churn == 0 && fromEtcd > 0:
 		// A LIST of a written resource is served from the watch cache:
-		// either the reads were not the child's (streamed children, which
-		// send no LIST, saw 10,007 read in the runs at c925ec3 and
-		// a43cb84, without a cache re-initialization), or the resource
-		// was not in the state the row says.
+		// either the reads were not the child's, or the resource was not
+		// in the state the row says.
 		return fmt.Errorf("%w: it read %.0f %s from etcd for LISTs, where a resource written just before the child is read from the watch cache", errDisturbed, fromEtcd, m.o.kind.resource)
 	}
 	return nil
