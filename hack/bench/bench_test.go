@@ -710,3 +710,16 @@ func TestCompactionAndSettleFlags(t *testing.T) {
 		t.Errorf("StartCluster of a kubeconfig with API server flags: %v, want an error saying they cannot apply", err)
 	}
 }
+
+// The results' header names the unwritten rows' state only when the run
+// has them.
+func TestMarkdownNamesTheUnwrittenStateWhenMeasured(t *testing.T) {
+	r := &Report{Results: benchresults.Results{Touched: true, Rows: []benchresults.Row{{Name: "ours-listwatch", Runs: 1}}}}
+	if md := r.markdown(); strings.Contains(md, "-unwritten") || !strings.Contains(md, "one bench object updated before each child") {
+		t.Errorf("a run without unwritten rows describes them:\n%s", md)
+	}
+	r.Rows = append(r.Rows, benchresults.Row{Name: "ours-listwatch-unwritten", Runs: 1})
+	if md := r.markdown(); !strings.Contains(md, "but the `-unwritten` rows' (continue pages from etcd)") {
+		t.Errorf("a run with unwritten rows does not say their state:\n%s", md)
+	}
+}
