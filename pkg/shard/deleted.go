@@ -200,18 +200,21 @@ type settledKey struct{}
 
 type settlement struct{ fns []func() }
 
-// inReconciler reports whether ctx is a Reconciler's, which can retry the
-// request.
-func inReconciler(ctx context.Context) bool {
-	_, ok := ctx.Value(settledKey{}).(*settlement)
-	return ok
+// settlementOf is the settlement of ctx's request, nil outside a
+// Reconciler (a KeyFunc called by Handovers, for instance).
+func settlementOf(ctx context.Context) *settlement {
+	s, _ := ctx.Value(settledKey{}).(*settlement)
+	return s
 }
 
+// inReconciler reports whether ctx is a Reconciler's, which can retry the
+// request.
+func inReconciler(ctx context.Context) bool { return settlementOf(ctx) != nil }
+
 // onSettled registers f to run when the request of ctx is settled; it does
-// nothing when ctx carries no settlement (a KeyFunc called outside a
-// Reconciler, by Handovers for instance).
+// nothing outside a Reconciler.
 func onSettled(ctx context.Context, f func()) {
-	if s, ok := ctx.Value(settledKey{}).(*settlement); ok {
+	if s := settlementOf(ctx); s != nil {
 		s.fns = append(s.fns, f)
 	}
 }
