@@ -88,13 +88,16 @@ func (m *Member) CachesHold(h uint64) bool {
 // list completes. A cache that never completes a list (its informer may not
 // list its kind) holds back every request of every controller of the
 // member, and the retried count is all that would show it otherwise.
-func (m *Member) waitedForCaches(h uint64) {
+//
+// It returns how long the cache that has waited longest for h has waited.
+func (m *Member) waitedForCaches(h uint64) time.Duration {
 	type behind struct {
 		name   string
 		listed bool
 		waited time.Duration
 	}
 	var tell []behind
+	var longest time.Duration
 	now := m.cfg.clock.Now()
 	m.caches.mu.Lock()
 	for c, r := range m.caches.held {
@@ -104,7 +107,9 @@ func (m *Member) waitedForCaches(h uint64) {
 		if c.behindSince.IsZero() {
 			c.behindSince = now
 		}
-		if waited := now.Sub(c.behindSince); !c.told && waited >= m.cfg.leaseDuration {
+		waited := now.Sub(c.behindSince)
+		longest = max(longest, waited)
+		if !c.told && waited >= m.cfg.leaseDuration {
 			c.told = true
 			tell = append(tell, behind{c.name, c.listed, waited})
 		}
@@ -119,6 +124,7 @@ func (m *Member) waitedForCaches(h uint64) {
 		m.cfg.logger.Error(nil, "Reconcile requests are retried until every sharded cache of the shard member holds their objects, and this cache has not completed its list of the member's new range yet: see its informer's SyncStatus",
 			"cache", b.name, "waited", b.waited)
 	}
+	return longest
 }
 
 // Assigned reports whether the assignment over the live members, as this

@@ -195,12 +195,15 @@ func (m *Member) Start(ctx context.Context) error {
 // because the member has computed no assignment yet: once that has lasted a
 // lease duration, it says why, once, where users look (every reconcile
 // being retried, without a word, is what they would see otherwise).
-func (m *Member) waitedForAssignment() {
+//
+// It returns how long requests have waited for the first assignment (zero
+// once there is one: the request then waits for a hand-over).
+func (m *Member) waitedForAssignment() time.Duration {
 	m.gate.mu.Lock()
 	assigned := m.gate.assignedYet
 	m.gate.mu.Unlock()
 	if assigned {
-		return
+		return 0
 	}
 	now := m.cfg.clock.Now()
 	m.mu.Lock()
@@ -210,16 +213,17 @@ func (m *Member) waitedForAssignment() {
 	}
 	waited := now.Sub(m.unassignedSince)
 	if m.unassignedTold || waited < m.cfg.leaseDuration {
-		return
+		return waited
 	}
 	m.unassignedTold = true
 	if !m.started {
 		m.cfg.logger.Error(nil, "Reconcile requests are retried until the shard member has made its first assignment, but the member has not been started: add it to the manager (mgr.Add(member)) or run its Start",
 			"waited", waited)
-		return
+		return waited
 	}
 	m.cfg.logger.Error(nil, "Reconcile requests are retried until the shard member has made its first assignment, and it has not listed the member Leases yet: see its failed Lease requests (it needs get, list, watch, create, update, patch and delete on leases.coordination.k8s.io in its namespace)",
 		"waited", waited, "namespace", m.cfg.namespace)
+	return waited
 }
 
 // retire ends a member whose Start returns: it serves and is assigned

@@ -18,10 +18,31 @@ import (
 // (its UID, or a namespace), or ok false when the object is unknown.
 type KeyFunc func(ctx context.Context, req reconcile.Request) (value string, ok bool, err error)
 
-// RetryAfter is how soon Reconciler retries a request for an object whose
-// range the member is taking over but does not serve, or its caches do not
-// hold, yet.
-const RetryAfter = 200 * time.Millisecond
+const (
+	// RetryAfter is how soon Reconciler retries a request for an object
+	// whose range the member is taking over but does not serve, or its
+	// caches do not hold, yet.
+	RetryAfter = 200 * time.Millisecond
+	// MaxRetryAfter bounds how far apart Reconciler's retries of such a
+	// request grow when the wait lasts: after the first lease duration of
+	// retries (a member never started, a cache never listed), the interval
+	// doubles each lease duration, up to MaxRetryAfter, so that a stuck
+	// member does not spin every request of its controllers five times a
+	// second for as long as the process runs.
+	MaxRetryAfter = 30 * time.Second
+)
+
+// retryDelay is how soon a request is retried when the member or one of its
+// caches has been keeping it back for waited: RetryAfter during the first
+// lease duration (a hand-over, a relist), then doubling every lease
+// duration, up to MaxRetryAfter.
+func retryDelay(waited, leaseDuration time.Duration) time.Duration {
+	d := RetryAfter
+	for n := waited / leaseDuration; n > 0 && d < MaxRetryAfter; n-- {
+		d *= 2
+	}
+	return min(d, MaxRetryAfter)
+}
 
 // Reconciler wraps r so that it reconciles only objects m serves, one
 // replica at a time, with complete caches:
@@ -34,7 +55,9 @@ const RetryAfter = 200 * time.Millisecond
 //     m does not serve yet (another member still hands it over) or whose
 //     range a sharded cache is still relisting, is retried after RetryAfter:
 //     it is this replica's soon, and an event that arrived during the
-//     hand-over is not lost. So is every request before m has computed its
+//     hand-over is not lost. If the wait lasts more than a lease duration,
+//     the retries grow apart (doubling each lease duration, up to
+//     MaxRetryAfter). So is every request before m has computed its
 //     first assignment (see Assigned): the manager starts controllers and
 //     m together, and what a controller is handed meanwhile (its primary
 //     objects' initial adds, if they are not sharded) comes only once. If
@@ -90,8 +113,7 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 		switch {
 		case !ok && m.Assigned(h):
 			m.cfg.rec.Request("retried")
-			m.waitedForAssignment()
-			return reconcile.Result{RequeueAfter: RetryAfter}, nil
+			return reconcile.Result{RequeueAfter: retryDelay(m.waitedForAssignment(), m.cfg.leaseDuration)}, nil
 		case !ok:
 			m.cfg.rec.Request("not_served")
 			m.cfg.logger.V(4).Info("Dropped a request for an object this replica does not serve", "request", req.NamespacedName)
@@ -101,8 +123,7 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 		defer done()
 		if !m.CachesHold(h) {
 			m.cfg.rec.Request("retried")
-			m.waitedForCaches(h)
-			return reconcile.Result{RequeueAfter: RetryAfter}, nil
+			return reconcile.Result{RequeueAfter: retryDelay(m.waitedForCaches(h), m.cfg.leaseDuration)}, nil
 		}
 		m.cfg.rec.Request("reconciled")
 		res, err := r.Reconcile(ctx, req)

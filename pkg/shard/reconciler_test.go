@@ -213,20 +213,21 @@ func TestReconcilerSaysWhyItsMemberHasNoAssignment(t *testing.T) {
 				waitFor(t, "the member listing its Leases", 10*time.Second, func() bool { return lists.Load() > 0 })
 			}
 			r := Reconciler(m, RequestNamespace, inner)
-			reconcileAt := func(d time.Duration) {
+			reconcileAt := func(d, wantAfter time.Duration) {
 				t.Helper()
 				clk.Step(d)
-				if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != RetryAfter {
-					t.Fatalf("before the first assignment: %+v, %v; want a retry", res, err)
+				if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != wantAfter {
+					t.Fatalf("before the first assignment: %+v, %v; want a retry after %v", res, err, wantAfter)
 				}
 			}
-			reconcileAt(0)
-			reconcileAt(DefaultLeaseDuration - time.Millisecond)
+			reconcileAt(0, RetryAfter)
+			reconcileAt(DefaultLeaseDuration-time.Millisecond, RetryAfter)
 			if said := logs.matching(tc.want); len(said) != 0 {
 				t.Fatalf("logged before a lease duration had passed: %q", said)
 			}
-			reconcileAt(time.Millisecond)
-			reconcileAt(time.Minute)
+			reconcileAt(time.Millisecond, 2*RetryAfter) // a lease duration: the retries grow apart
+			reconcileAt(time.Minute, 32*RetryAfter)     // five lease durations
+			reconcileAt(10*time.Minute, MaxRetryAfter)  // and no further
 			if said := logs.matching(tc.want); len(said) != 1 {
 				t.Fatalf("requests retried for %v for want of an assignment; log lines saying %q: %q, want one", DefaultLeaseDuration+time.Minute, tc.want, said)
 			}
@@ -258,23 +259,48 @@ func TestReconcilerSaysWhichCacheHoldsNothing(t *testing.T) {
 	}))
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "x"}}
 	const want = "has not completed a list"
-	reconcileAt := func(d time.Duration) {
+	reconcileAt := func(d, wantAfter time.Duration) {
 		t.Helper()
 		clk.Step(d)
-		if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != RetryAfter {
-			t.Fatalf("a cache holds nothing: %+v, %v; want a retry", res, err)
+		if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != wantAfter {
+			t.Fatalf("a cache holds nothing: %+v, %v; want a retry after %v", res, err, wantAfter)
 		}
 	}
-	reconcileAt(0)
-	reconcileAt(DefaultLeaseDuration - time.Millisecond)
+	reconcileAt(0, RetryAfter)
+	reconcileAt(DefaultLeaseDuration-time.Millisecond, RetryAfter)
 	if said := logs.matching(want); len(said) != 0 {
 		t.Fatalf("logged before a lease duration had passed: %q", said)
 	}
-	reconcileAt(time.Millisecond)
-	reconcileAt(time.Minute)
+	reconcileAt(time.Millisecond, 2*RetryAfter)
+	reconcileAt(time.Minute, 32*RetryAfter)
 	said := logs.matching(want)
 	if len(said) != 1 || !strings.Contains(said[0], "*v1.Secret") || strings.Contains(said[0], "*v1.ConfigMap") {
 		t.Fatalf("every request retried for %v because a cache holds nothing; log lines saying %q: %q, want one naming *v1.Secret only",
 			DefaultLeaseDuration+time.Minute, want, said)
+	}
+	// Once the cache lists, its wait starts again from RetryAfter.
+	never.Set(Range{})
+	reconcileAt(0, RetryAfter)
+}
+
+// The retries of a request the member keeps back grow apart once the wait
+// has lasted a lease duration, and stop growing at MaxRetryAfter.
+func TestRetryDelay(t *testing.T) {
+	const lease = 15 * time.Second
+	for _, tc := range []struct {
+		waited, want time.Duration
+	}{
+		{0, RetryAfter},
+		{lease - time.Nanosecond, RetryAfter},
+		{lease, 2 * RetryAfter},
+		{2*lease - time.Nanosecond, 2 * RetryAfter},
+		{2 * lease, 4 * RetryAfter},
+		{7 * lease, 128 * RetryAfter}, // 25.6 s
+		{8 * lease, MaxRetryAfter},    // 51.2 s, but for the bound
+		{1000 * time.Hour, MaxRetryAfter},
+	} {
+		if got := retryDelay(tc.waited, lease); got != tc.want {
+			t.Errorf("retryDelay(%v, %v) = %v, want %v", tc.waited, lease, got, tc.want)
+		}
 	}
 }
