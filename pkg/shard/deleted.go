@@ -11,19 +11,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 const (
 	// DeletedKeyTTL is how long ObjectKey keeps, at most, the key of an
 	// object its cache saw deleted, for the requests of that deletion. The
-	// record of one goes as soon as a Reconciler has settled its request
-	// (reconciled it without a requeue or an error, or dropped it for
-	// another replica's); this bounds the rest (requests a predicate
-	// filtered out, or requeued with a growing backoff).
+	// record of one goes as soon as a Reconciler has reconciled its request
+	// without a requeue or an error, and is kept only twice the lease
+	// duration once one has dropped it as another replica's; this bounds
+	// the rest (requests a predicate filtered out, or requeued with a
+	// growing backoff).
 	DeletedKeyTTL = 10 * time.Minute
 	// MaxDeletedKeys is how many keys of deleted objects one ObjectKey
-	// keeps at most (a few hundred bytes each): past it the oldest goes,
-	// and the requests of that deletion are dropped by every replica.
+	// keeps at most (a few hundred bytes each) whose requests are not
+	// settled: past it the oldest goes, and the requests of that deletion
+	// are dropped by every replica. Those dropped as another replica's are
+	// bounded apart, by the same number, and their oldest go silently.
 	MaxDeletedKeys = 16384
 	// RecordWait is how long a Reconciler retries (every RetryAfter) a
 	// request whose object ObjectKey neither finds nor saw deleted before
@@ -33,19 +37,25 @@ const (
 )
 
 // deletedKeys is ObjectKey's record of the key values of objects its cache
-// saw deleted, by namespace and name, oldest first, bounded in age and
-// number: the request of a deletion finds nothing to read, and this is
-// where it is placed from.
+// saw deleted, by namespace and name, bounded in age and number: the
+// request of a deletion finds nothing to read, and this is where it is
+// placed from. A record is pending until a Reconciler settles its request:
+// reconciled here, it goes; dropped as another replica's, it is released,
+// and kept for a while in case this replica takes the object's hash over
+// (Handovers replays it: the other replica may not have served the hash
+// when the request came, or may have died before it reconciled it).
 type deletedKeys struct {
-	clock  clock.PassiveClock
-	ttl    time.Duration
-	max    int
-	onFull func() // called (without mu) the first time the bound drops an entry
+	clock       clock.PassiveClock
+	ttl         time.Duration // of a pending record
+	releasedTTL time.Duration // of a released record, from its release
+	max         int           // records of each state
+	onFull      func()        // called (without mu) the first time the bound drops a pending record
 
-	mu     sync.Mutex
-	byName map[types.NamespacedName]*list.Element // of *deletedKey
-	order  list.List                              // oldest first
-	full   bool
+	mu       sync.Mutex
+	byName   map[types.NamespacedName]*list.Element // of *deletedKey, in pending or released
+	pending  list.List                              // oldest record first
+	released list.List                              // oldest release first
+	full     bool
 	// misses are the names whose requests found neither the object nor
 	// a record, with when the first did: retried until RecordWait has
 	// passed. Bounded by max too.
@@ -53,13 +63,14 @@ type deletedKeys struct {
 }
 
 type deletedKey struct {
-	name  types.NamespacedName
-	value string
-	at    time.Time
+	name     types.NamespacedName
+	value    string
+	at       time.Time // recorded, or released
+	released bool      // in released, else in pending
 }
 
-func newDeletedKeys(clk clock.PassiveClock, ttl time.Duration, maxKeys int, onFull func()) *deletedKeys {
-	return &deletedKeys{clock: clk, ttl: ttl, max: maxKeys, onFull: onFull,
+func newDeletedKeys(clk clock.PassiveClock, ttl, releasedTTL time.Duration, maxKeys int, onFull func()) *deletedKeys {
+	return &deletedKeys{clock: clk, ttl: ttl, releasedTTL: releasedTTL, max: maxKeys, onFull: onFull,
 		byName: make(map[types.NamespacedName]*list.Element), misses: make(map[types.NamespacedName]time.Time)}
 }
 
@@ -95,8 +106,8 @@ func (d *deletedKeys) miss(name types.NamespacedName) bool {
 }
 
 // record remembers that the object name, whose key value is value, was
-// deleted now. The strings are copied: the deleted object may share its
-// memory with a page of the list it came in.
+// deleted now: a pending record. The strings are copied: the deleted object
+// may share its memory with a page of the list it came in.
 func (d *deletedKeys) record(name types.NamespacedName, value string) {
 	k := &deletedKey{
 		name:  types.NamespacedName{Namespace: strings.Clone(name.Namespace), Name: strings.Clone(name.Name)},
@@ -104,11 +115,9 @@ func (d *deletedKeys) record(name types.NamespacedName, value string) {
 		at:    d.clock.Now(),
 	}
 	d.mu.Lock()
-	if e, ok := d.byName[name]; ok {
-		d.order.Remove(e)
-	}
+	d.removeLocked(name)
 	delete(d.misses, name)
-	d.byName[k.name] = d.order.PushBack(k)
+	d.byName[k.name] = d.pending.PushBack(k)
 	dropped := d.expireLocked(k.at)
 	tell := dropped && !d.full
 	d.full = d.full || dropped
@@ -118,25 +127,47 @@ func (d *deletedKeys) record(name types.NamespacedName, value string) {
 	}
 }
 
-// expireLocked drops the entries past their age and those over the bound;
-// it reports whether the bound dropped one.
+// expireLocked drops the records past their age and those over the bounds;
+// it reports whether the bound dropped a pending one.
 func (d *deletedKeys) expireLocked(now time.Time) (overBound bool) {
-	for e := d.order.Front(); e != nil; e = d.order.Front() {
+	overBound = d.expireListLocked(&d.pending, now, d.ttl)
+	d.expireListLocked(&d.released, now, d.releasedTTL)
+	return overBound
+}
+
+func (d *deletedKeys) expireListLocked(l *list.List, now time.Time, ttl time.Duration) (overBound bool) {
+	for e := l.Front(); e != nil; e = l.Front() {
 		k := e.Value.(*deletedKey)
-		over := d.order.Len() > d.max
-		if !over && now.Sub(k.at) < d.ttl {
+		over := l.Len() > d.max
+		if !over && now.Sub(k.at) < ttl {
 			return overBound
 		}
 		overBound = overBound || over
-		d.order.Remove(e)
+		l.Remove(e)
 		delete(d.byName, k.name)
 	}
 	return overBound
 }
 
+// removeLocked drops what is recorded for name, in either state.
+func (d *deletedKeys) removeLocked(name types.NamespacedName) {
+	e, ok := d.byName[name]
+	if !ok {
+		return
+	}
+	if e.Value.(*deletedKey).released {
+		d.released.Remove(e)
+	} else {
+		d.pending.Remove(e)
+	}
+	delete(d.byName, name)
+}
+
 // lookup returns the key value of the deleted object name, and a function
-// that forgets it (if it is still that deletion's).
-func (d *deletedKeys) lookup(name types.NamespacedName) (string, func(), bool) {
+// that settles its record (if it is still that deletion's): here says that
+// the request was reconciled on this replica (the record goes), else that
+// it was dropped as another replica's (the record is released).
+func (d *deletedKeys) lookup(name types.NamespacedName) (string, func(here bool), bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.expireLocked(d.clock.Now())
@@ -145,7 +176,7 @@ func (d *deletedKeys) lookup(name types.NamespacedName) (string, func(), bool) {
 		return "", nil, false
 	}
 	k := e.Value.(*deletedKey)
-	return k.value, func() { d.forgetEntry(k) }, true
+	return k.value, func(here bool) { d.settle(k, here) }, true
 }
 
 // forget drops what is recorded for name: the object exists again.
@@ -153,25 +184,49 @@ func (d *deletedKeys) forget(name types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.misses, name)
-	if e, ok := d.byName[name]; ok {
-		d.order.Remove(e)
-		delete(d.byName, name)
-	}
+	d.removeLocked(name)
 }
 
-func (d *deletedKeys) forgetEntry(k *deletedKey) {
+// settle ends k's pending state, if k is still name's record: reconciled
+// here, it goes; otherwise it is released (again: a replayed request that
+// is another replica's by now), from now.
+func (d *deletedKeys) settle(k *deletedKey, here bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e, ok := d.byName[k.name]; ok && e.Value.(*deletedKey) == k {
-		d.order.Remove(e)
-		delete(d.byName, k.name)
+	if e, ok := d.byName[k.name]; !ok || e.Value.(*deletedKey) != k {
+		return
 	}
+	d.removeLocked(k.name)
+	if here {
+		return
+	}
+	k.released, k.at = true, d.clock.Now()
+	d.byName[k.name] = d.released.PushBack(k)
+	d.expireLocked(k.at)
 }
 
-func (d *deletedKeys) len() int {
+// inRange returns the names of the recorded deletions, pending or
+// released, whose key value hashes into r.
+func (d *deletedKeys) inRange(r Range) []types.NamespacedName {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.order.Len()
+	d.expireLocked(d.clock.Now())
+	var names []types.NamespacedName
+	for _, l := range []*list.List{&d.pending, &d.released} {
+		for e := l.Front(); e != nil; e = e.Next() {
+			if k := e.Value.(*deletedKey); r.Contains(Hash(k.value)) {
+				names = append(names, k.name)
+			}
+		}
+	}
+	return names
+}
+
+// len returns how many records are pending, and how many released.
+func (d *deletedKeys) len() (pending, released int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pending.Len(), d.released.Len()
 }
 
 // handler is the informer event handler that records deletions, of live
@@ -198,7 +253,7 @@ func (d *deletedKeys) handler(key Key) toolscache.ResourceEventHandler {
 // the Reconciler has settled the request for good.
 type settledKey struct{}
 
-type settlement struct{ fns []func() }
+type settlement struct{ fns []func(here bool) }
 
 // settlementOf is the settlement of ctx's request, nil outside a
 // Reconciler (a KeyFunc called by Handovers, for instance).
@@ -213,15 +268,38 @@ func inReconciler(ctx context.Context) bool { return settlementOf(ctx) != nil }
 
 // onSettled registers f to run when the request of ctx is settled; it does
 // nothing outside a Reconciler.
-func onSettled(ctx context.Context, f func()) {
+func onSettled(ctx context.Context, f func(here bool)) {
 	if s := settlementOf(ctx); s != nil {
 		s.fns = append(s.fns, f)
 	}
 }
 
-func (s *settlement) settle() {
+// settle runs what was registered: here says that the request was
+// reconciled on this replica, not dropped as another's.
+func (s *settlement) settle(here bool) {
 	for _, f := range s.fns {
-		f()
+		f(here)
 	}
 	s.fns = nil
+}
+
+// probeKey carries, in the context Handovers calls a KeyFunc with, a probe
+// that ObjectKey's KeyFunc fills with its record of deletions and returns:
+// a KeyFunc is an opaque function, and this is how the source finds the
+// deletions to replay behind the one it was given (behind a wrapper too,
+// if the wrapper hands its context on).
+type probeKey struct{}
+
+type deletionsProbe struct{ deleted *deletedKeys }
+
+// deletionsOf returns the record of deletions of the ObjectKey behind key,
+// or nil. key is called once, with an empty request and a cancelled
+// context: a KeyFunc other than ObjectKey's gives up at once (its reads
+// fail), and whatever it returns is ignored.
+func deletionsOf(key KeyFunc) *deletedKeys {
+	p := &deletionsProbe{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), probeKey{}, p))
+	cancel()
+	_, _, _ = key(ctx, reconcile.Request{})
+	return p.deleted
 }

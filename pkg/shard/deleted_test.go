@@ -75,6 +75,16 @@ func (r *informerReader) deliverDelete(obj client.Object, tombstone bool) {
 	}
 }
 
+// deleted returns the sizes of the record of deletions behind key.
+func (r *informerReader) deleted(t *testing.T, key KeyFunc) (pending, released int) {
+	t.Helper()
+	d := deletionsOf(key)
+	if d == nil {
+		t.Fatal("no record of deletions behind the key")
+	}
+	return d.len()
+}
+
 // testInformer is a fake informer that delivers what the test hands it.
 type testInformer struct {
 	*controllertest.FakeInformer
@@ -204,9 +214,15 @@ func TestDeletionReconciledByOneReplica(t *testing.T) {
 			if na, nb := replicas[0].notFound.Load(), replicas[1].notFound.Load(); na != 0 || nb != 1 {
 				t.Fatalf("the deletion of %s (hash in b's range) was reconciled %d times by a and %d times by b, want once by b only", req, na, nb)
 			}
+			// a keeps the deletion, released, in case it takes b's range
+			// over before b reconciles it (Handovers replays it).
 			for _, r := range replicas {
-				if n := r.key.deleted.len(); n != 0 {
-					t.Errorf("%s still records %d deletions after it settled the request", r.name, n)
+				wantReleased := 0
+				if r.name == "a" {
+					wantReleased = 1
+				}
+				if pending, released := r.key.deleted.len(); pending != 0 || released != wantReleased {
+					t.Errorf("%s records %d deletions pending and %d released after it settled the request, want 0 and %d", r.name, pending, released, wantReleased)
 				}
 			}
 		})
@@ -218,33 +234,92 @@ func TestDeletionReconciledByOneReplica(t *testing.T) {
 func TestDeletedKeysBounds(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	full := 0
-	d := newDeletedKeys(clk, time.Minute, 2, func() { full++ })
+	d := newDeletedKeys(clk, time.Minute, time.Second, 2, func() { full++ })
 	name := func(s string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: s} }
 	d.record(name("x"), "ux")
 	d.record(name("y"), "uy")
 	d.record(name("z"), "uz")
 	d.record(name("w"), "uw")
-	if _, _, ok := d.lookup(name("y")); ok || d.len() != 2 || full != 1 {
-		t.Fatalf("over a bound of 2: %d kept, y kept %v, full told %d times; want 2, the oldest gone, told once", d.len(), ok, full)
+	if _, _, ok := d.lookup(name("y")); ok || pendingOf(d) != 2 || full != 1 {
+		t.Fatalf("over a bound of 2: %d kept, y kept %v, full told %d times; want 2, the oldest gone, told once", pendingOf(d), ok, full)
 	}
 	clk.Step(time.Minute)
-	if _, _, ok := d.lookup(name("w")); ok || d.len() != 0 {
-		t.Fatalf("after the TTL: %d kept", d.len())
+	if _, _, ok := d.lookup(name("w")); ok || pendingOf(d) != 0 {
+		t.Fatalf("after the TTL: %d kept", pendingOf(d))
 	}
 
 	d.record(name("x"), "ux1")
-	v, forget, ok := d.lookup(name("x"))
+	v, settle, ok := d.lookup(name("x"))
 	if !ok || v != "ux1" {
 		t.Fatalf("lookup(x) = %q, %v", v, ok)
 	}
 	d.record(name("x"), "ux2") // deleted again, re-created in between
-	forget()
+	settle(true)
 	if v, _, ok := d.lookup(name("x")); !ok || v != "ux2" {
 		t.Fatalf("settling the first deletion of x forgot the second: %q, %v", v, ok)
 	}
 	d.forget(name("x"))
-	if d.len() != 0 {
-		t.Fatalf("%d kept after forget", d.len())
+	if p, r := d.len(); p != 0 || r != 0 {
+		t.Fatalf("%d pending and %d released kept after forget", p, r)
+	}
+}
+
+func pendingOf(d *deletedKeys) int {
+	p, _ := d.len()
+	return p
+}
+
+// A record whose request was dropped as another replica's is released:
+// still found, and replayed by range, for its own shorter age, under its
+// own bound, and it does not count against the pending records' bound.
+func TestDeletedKeysReleased(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	full := 0
+	d := newDeletedKeys(clk, time.Minute, time.Second, 2, func() { full++ })
+	name := func(s string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: s} }
+	release := func(s string) {
+		t.Helper()
+		_, settle, ok := d.lookup(name(s))
+		if !ok {
+			t.Fatalf("%s not recorded", s)
+		}
+		settle(false)
+	}
+	for _, s := range []string{"x", "y", "z"} {
+		d.record(name(s), "u"+s)
+		release(s)
+	}
+	if p, r := d.len(); p != 0 || r != 2 || full != 0 {
+		t.Fatalf("three released over a bound of 2: %d pending, %d released, full told %d times; want 0, 2, never", p, r, full)
+	}
+	if got := d.inRange(FullRange()); len(got) != 2 || got[0] != name("y") || got[1] != name("z") {
+		t.Fatalf("released in the whole range: %v, want y and z", got)
+	}
+	if got := d.inRange(NewRange(Hash("uz"), Hash("uz")+1)); len(got) != 1 || got[0] != name("z") {
+		t.Fatalf("released in z's hash: %v, want z", got)
+	}
+	d.record(name("w"), "uw")
+	d.record(name("v"), "uv")
+	if p, r := d.len(); p != 2 || r != 2 || full != 0 {
+		t.Fatalf("two pending beside two released: %d pending, %d released, full told %d times", p, r, full)
+	}
+
+	clk.Step(time.Second / 2)
+	release("y") // dropped again (a replay that is another's by now): kept from now
+	clk.Step(time.Second / 2)
+	if v, _, ok := d.lookup(name("y")); !ok || v != "uy" {
+		t.Fatalf("released again half its age ago: %q, %v; want kept", v, ok)
+	}
+	if _, _, ok := d.lookup(name("z")); ok {
+		t.Fatal("released a whole age ago: still kept")
+	}
+	_, settle, _ := d.lookup(name("y"))
+	settle(true) // reconciled here after a replay
+	if _, _, ok := d.lookup(name("y")); ok {
+		t.Fatal("a released record reconciled here is still kept")
+	}
+	if got := d.inRange(FullRange()); len(got) != 2 {
+		t.Fatalf("in the whole range: %v, want the two pending", got)
 	}
 }
 
@@ -307,7 +382,7 @@ func TestObjectKeyWaitsForTheRecordOfAMissingObject(t *testing.T) {
 		t.Fatalf("RecordWait after the first miss: %q, %v, %v; want unknown", v, ok, err)
 	}
 
-	d := newDeletedKeys(clk, time.Minute, 2, nil)
+	d := newDeletedKeys(clk, time.Minute, time.Second, 2, nil)
 	name := func(s string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: s} }
 	if !d.miss(name("x")) || !d.miss(name("y")) || d.miss(name("z")) {
 		t.Fatal("with a bound of 2, a third name waiting for its record was retried")
@@ -315,5 +390,57 @@ func TestObjectKeyWaitsForTheRecordOfAMissingObject(t *testing.T) {
 	d.record(name("x"), "ux")
 	if !d.miss(name("z")) {
 		t.Fatal("a name whose record came did not free its place")
+	}
+}
+
+// With KeyNamespace the request of a deletion is placed by its namespace,
+// but ObjectKey still records the deletion, for Handovers to replay it.
+func TestObjectKeyRecordsDeletionsWithKeyNamespace(t *testing.T) {
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(logr.Discard()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cm", UID: "u"}}
+	reader := newInformerReader(cm.DeepCopy())
+	key := ObjectKey(m, reader, &corev1.ConfigMap{})
+	reader.remove(t, cm, false)
+	if got := deletionsOf(key).inRange(NewRange(Hash("team-a"), Hash("team-a")+1)); len(got) != 1 || got[0] != client.ObjectKeyFromObject(cm) {
+		t.Fatalf("deletions recorded in team-a's hash: %v, want %s", got, client.ObjectKeyFromObject(cm))
+	}
+	var settled settlement
+	ctx := context.WithValue(context.Background(), settledKey{}, &settled)
+	if v, ok, err := key(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cm)}); v != "team-a" || !ok || err != nil {
+		t.Fatalf("the deleted object's request: %q, %v, %v; want its namespace", v, ok, err)
+	}
+	settled.settle(false) // another replica's
+	if pending, released := reader.deleted(t, key); pending != 0 || released != 1 {
+		t.Fatalf("dropped as another's: %d pending, %d released; want 0 and 1", pending, released)
+	}
+}
+
+// Handovers finds the record behind ObjectKey only: another KeyFunc has
+// none, and the probe does not block it (its context is cancelled).
+func TestDeletionsOf(t *testing.T) {
+	if deletionsOf(RequestNamespace) != nil {
+		t.Error("RequestNamespace has a record of deletions")
+	}
+	blocked := func(ctx context.Context, _ reconcile.Request) (string, bool, error) {
+		<-ctx.Done() // a read of a cache that has not synced
+		return "", false, ctx.Err()
+	}
+	if deletionsOf(blocked) != nil {
+		t.Error("a KeyFunc of the user's has a record of deletions")
+	}
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(logr.Discard()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ObjectKey(m, newInformerReader(), &corev1.ConfigMap{})
+	wrapped := func(ctx context.Context, req reconcile.Request) (string, bool, error) { return key(ctx, req) }
+	if deletionsOf(key) == nil || deletionsOf(wrapped) != deletionsOf(key) {
+		t.Error("ObjectKey's record not found, directly or through a wrapper")
+	}
+	if deletionsOf(ObjectKey(m, crfake.NewClientBuilder().Build(), &corev1.ConfigMap{})) != nil {
+		t.Error("ObjectKey on a reader without informers has a record")
 	}
 }

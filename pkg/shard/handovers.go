@@ -36,6 +36,15 @@ import (
 // its primary objects' (For, or namespaces with NamespaceList and
 // RequestName).
 //
+// When key is ObjectKey's (or a KeyFunc that calls it with the context it
+// is given), Handovers also enqueues the deletions ObjectKey recorded
+// whose key falls in the hashes gained: those this member dropped as
+// another's in the last two lease durations, and those it has not settled.
+// A deletion is then reconciled at least once: twice if the old owner
+// reconciled it too. To find that record, Handovers calls key once, when
+// it is built, with an empty request and a cancelled context; any other
+// KeyFunc's answer is ignored.
+//
 // Handovers panics if an argument is nil, list is not a list type, or key
 // is RequestName or RequestNamespace and m's key is not KeyNamespace.
 func Handovers(m *Member, reader client.Reader, list client.ObjectList, key KeyFunc) source.Source {
@@ -52,7 +61,7 @@ func Handovers(m *Member, reader client.Reader, list client.ObjectList, key KeyF
 		panic(fmt.Sprintf("shard.Handovers: %T is not a list type", list))
 	}
 	checkKey("shard.Handovers", m, key)
-	return &handovers{m: m, reader: reader, list: list, key: key}
+	return &handovers{m: m, reader: reader, list: list, key: key, deleted: deletionsOf(key)}
 }
 
 type handovers struct {
@@ -60,6 +69,9 @@ type handovers struct {
 	reader client.Reader
 	list   client.ObjectList
 	key    KeyFunc
+	// deleted is the record of deletions of the ObjectKey behind key, nil
+	// for another KeyFunc: the deletions to replay.
+	deleted *deletedKeys
 }
 
 // String names the source in controller-runtime's logs.
@@ -88,7 +100,7 @@ func (h *handovers) run(ctx context.Context, q workqueue.TypedRateLimitingInterf
 		if todo.Empty() {
 			continue
 		}
-		n, err := h.enqueue(ctx, q, todo)
+		n, deletions, err := h.enqueue(ctx, q, todo)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -97,24 +109,26 @@ func (h *handovers) run(ctx context.Context, q workqueue.TypedRateLimitingInterf
 			retry = h.m.cfg.clock.After(RetryAfter)
 			continue
 		}
-		h.m.cfg.logger.V(2).Info("Enqueued the objects of a range taken over", "list", fmt.Sprintf("%T", h.list), "share", todo.Fraction(), "objects", n)
+		h.m.cfg.logger.V(2).Info("Enqueued the objects of a range taken over", "list", fmt.Sprintf("%T", h.list), "share", todo.Fraction(), "objects", n, "deletions", deletions)
 		todo = Range{}
 	}
 }
 
-// enqueue adds a request for every listed object whose key is in r.
-func (h *handovers) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], r Range) (int, error) {
+// enqueue adds a request for every listed object whose key is in r, and
+// for every recorded deletion whose key is in r: it may have been dropped
+// by every replica (the old owner let the hash go, or died, before it
+// reconciled it). It returns how many of each it added.
+func (h *handovers) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], r Range) (objects, deletions int, err error) {
 	list, ok := h.list.DeepCopyObject().(client.ObjectList)
 	if !ok {
-		return 0, fmt.Errorf("%T does not copy to a client.ObjectList", h.list)
+		return 0, 0, fmt.Errorf("%T does not copy to a client.ObjectList", h.list)
 	}
 	// Only names are read: a cache need not copy every object it holds
 	// (a client that is not a cache ignores the option).
 	if err := h.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return 0, fmt.Errorf("listing %T: %w", h.list, err)
+		return 0, 0, fmt.Errorf("listing %T: %w", h.list, err)
 	}
-	n := 0
-	err := meta.EachListItem(list, func(o runtime.Object) error {
+	err = meta.EachListItem(list, func(o runtime.Object) error {
 		obj, ok := o.(client.Object)
 		if !ok {
 			return fmt.Errorf("%T in %T is not a client.Object", o, h.list)
@@ -126,9 +140,18 @@ func (h *handovers) enqueue(ctx context.Context, q workqueue.TypedRateLimitingIn
 		}
 		if ok && r.Contains(Hash(value)) {
 			q.Add(req)
-			n++
+			objects++
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return objects, 0, err
+	}
+	if h.deleted != nil {
+		for _, name := range h.deleted.inRange(r) {
+			q.Add(reconcile.Request{NamespacedName: name})
+			deletions++
+		}
+	}
+	return objects, deletions, nil
 }

@@ -60,16 +60,13 @@ func (c *miniController) stop() {
 	c.wg.Wait()
 }
 
-// TestUnshardedPrimaryUpdateDuringHandoverIsReconciled: a controller
-// whose primary kind is not sharded sees every event in every replica,
-// and drops those for hashes its member is not assigned. An update that
-// arrives while a range moves (its owner is gone, and the survivor is not
-// assigned the range until the owner's Lease expires) is dropped
-// everywhere; the survivor must reconcile the object once it takes the
-// range over, as the relist of a sharded primary would make it.
-func TestUnshardedPrimaryUpdateDuringHandoverIsReconciled(t *testing.T) {
+// crashablePair runs members a and b on one fake clientset, with a lease
+// duration of 1 s, until they share the hash space; storing true in cut
+// makes b crash: none of its Lease writes lands any more.
+func crashablePair(t *testing.T) (a, b *Member, cut *atomic.Bool) {
+	t.Helper()
 	leases := fake.NewClientset()
-	var cut atomic.Bool // b has crashed: none of its Lease writes lands
+	cut = &atomic.Bool{}
 	leases.PrependReactor("*", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if !cut.Load() {
 			return false, nil, nil
@@ -96,35 +93,51 @@ func TestUnshardedPrimaryUpdateDuringHandoverIsReconciled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(leases.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("b"), WithLogger(testLogger(t, "B")))...)
+	b, err = New(leases.CoordinationV1(), "ns", "ctl", append(opts, WithIdentity("b"), WithLogger(testLogger(t, "B")))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cancelA, doneA := startMember(a)
-	defer func() {
+	t.Cleanup(func() {
 		cancelA()
 		if err := <-doneA; err != nil {
 			t.Errorf("a's clean stop: %v", err)
 		}
-	}()
+	})
 	cancelB, doneB := startMember(b)
-	defer func() {
+	t.Cleanup(func() {
 		cancelB()
-		if err := <-doneB; err == nil {
+		if err := <-doneB; err == nil && cut.Load() {
 			t.Error("b stopped cleanly while cut off from its Lease")
 		}
-	}()
+	})
 	waitFor(t, "a and b sharing the hash space", 10*time.Second, func() bool {
 		return !a.Serving().Empty() && !b.Serving().Empty() && a.Serving().Union(b.Serving()).Equal(FullRange())
 	})
+	return a, b, cut
+}
 
-	// A ConfigMap of b's range, in a's unsharded cache.
-	uid := ""
-	for i := 0; uid == ""; i++ {
-		if u := "uid-" + strconv.Itoa(i); b.Serving().Contains(Hash(u)) {
-			uid = u
+// uidServedBy returns a UID whose hash m serves.
+func uidServedBy(m *Member) string {
+	for i := 0; ; i++ {
+		if u := "uid-" + strconv.Itoa(i); m.Serving().Contains(Hash(u)) {
+			return u
 		}
 	}
+}
+
+// TestUnshardedPrimaryUpdateDuringHandoverIsReconciled: a controller
+// whose primary kind is not sharded sees every event in every replica,
+// and drops those for hashes its member is not assigned. An update that
+// arrives while a range moves (its owner is gone, and the survivor is not
+// assigned the range until the owner's Lease expires) is dropped
+// everywhere; the survivor must reconcile the object once it takes the
+// range over, as the relist of a sharded primary would make it.
+func TestUnshardedPrimaryUpdateDuringHandoverIsReconciled(t *testing.T) {
+	a, b, cut := crashablePair(t)
+
+	// A ConfigMap of b's range, in a's unsharded cache.
+	uid := uidServedBy(b)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}, Data: map[string]string{"v": "1"}}
 	reader := crfake.NewClientBuilder().WithObjects(cm).Build()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
@@ -166,6 +179,57 @@ func TestUnshardedPrimaryUpdateDuringHandoverIsReconciled(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the update made while b's range moved to a was never reconciled: a dropped it before it was assigned the range, and nothing sent it again once it served the range")
 		}
+	}
+}
+
+// TestUnshardedPrimaryDeletionDuringHandoverIsReconciled: the same for a
+// deletion. Its request finds nothing in the cache, and the listing that
+// replays the objects of a range taken over does not hold it either: the
+// survivor must replay the deletion from ObjectKey's record, which keeps it
+// although the survivor dropped its request as b's.
+func TestUnshardedPrimaryDeletionDuringHandoverIsReconciled(t *testing.T) {
+	a, b, cut := crashablePair(t)
+	uid := uidServedBy(b)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}}
+	reader := newInformerReader(cm.DeepCopy()) // a's unsharded cache, with its informer
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
+	var notFound atomic.Int64
+	key := ObjectKey(a, reader, &corev1.ConfigMap{})
+	ctl := startMiniController(Reconciler(a, key, reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if err := reader.Get(ctx, req.NamespacedName, &corev1.ConfigMap{}); apierrors.IsNotFound(err) {
+			notFound.Add(1) // the clean-up of a deleted object
+		}
+		return reconcile.Result{}, nil
+	})))
+	defer ctl.stop()
+	srcCtx, stopSrc := context.WithCancel(context.Background())
+	defer stopSrc()
+	if err := Handovers(a, reader, &corev1.ConfigMapList{}, key).Start(srcCtx, ctl.queue); err != nil {
+		t.Fatal(err)
+	}
+
+	// b crashes; the object is deleted while b's Lease is still live: a
+	// drops the request, b never reconciles it.
+	cut.Store(true)
+	reader.remove(t, cm, false)
+	ctl.queue.Add(req) // what the controller's own delete handler does
+	waitFor(t, "a handling the deletion", 5*time.Second, func() bool { return ctl.processed.Load() >= 1 })
+	if notFound.Load() != 0 || a.Serving().Contains(Hash(uid)) || a.Assigned(Hash(uid)) {
+		t.Fatal("a was assigned b's range before b's Lease could expire: the test missed the hand-over")
+	}
+
+	waitFor(t, "a taking b's range over", 10*time.Second, func() bool { return a.Serving().Equal(FullRange()) })
+	for deadline := time.Now().Add(3 * time.Second); notFound.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the deletion made while b's range moved to a was never reconciled: a dropped it before it was assigned the range, and nothing sent it again once it served the range")
+		}
+	}
+	time.Sleep(3 * RetryAfter)
+	if n := notFound.Load(); n != 1 {
+		t.Fatalf("the deletion was reconciled %d times by a, want once", n)
+	}
+	if pending, released := reader.deleted(t, key); pending != 0 || released != 0 {
+		t.Fatalf("after a reconciled the replayed deletion, its record holds %d pending and %d released, want none", pending, released)
 	}
 }
 

@@ -76,7 +76,8 @@ func retryDelay(waited, leaseDuration time.Duration) time.Duration {
 //     primary kind is not sharded, every replica sees every event, and one
 //     that arrives while the object's hash moves between replicas is
 //     dropped by all of them: such a controller adds the source Handovers,
-//     which enqueues the objects of every range the member takes over.
+//     which enqueues the objects of every range the member takes over, and
+//     the deletions ObjectKey recorded in it.
 //
 // key's errors are returned, so the request is retried.
 //
@@ -117,7 +118,7 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 		case !ok:
 			m.cfg.rec.Request("not_served")
 			m.cfg.logger.V(4).Info("Dropped a request for an object this replica does not serve", "request", req.NamespacedName)
-			settled.settle()
+			settled.settle(false)
 			return reconcile.Result{}, nil
 		}
 		defer done()
@@ -128,7 +129,7 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 		m.cfg.rec.Request("reconciled")
 		res, err := r.Reconcile(ctx, req)
 		if res.IsZero() && (err == nil || errors.Is(err, reconcile.TerminalError(nil))) {
-			settled.settle() // not requeued
+			settled.settle(true) // not requeued
 		}
 		return res, err
 	})
@@ -140,21 +141,26 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // controller-runtime's cache honours) and only looks at that field.
 // ObjectKey panics if an argument is nil.
 //
-// The request of a deletion finds nothing to read. With KeyNamespace,
-// ObjectKey then answers the request's namespace, the object's. With
-// KeyUID, it answers the UID that the object had: if reader has informers
-// (a controller-runtime cache.Informers, as the manager's cache is),
-// ObjectKey adds a handler to obj's informer that records, for each object
-// the cache sees deleted (DeletedFinalStateUnknown tombstones included:
-// an object that left the member's range, or that a relist found gone),
-// its namespace, name and UID. So the replica whose range held the object
-// reconciles its deletion, and the others drop it. A record goes once a
-// Reconciler has settled its request (reconciled without an error or a
-// requeue, or dropped it for another replica's), or when the object is
-// read again (re-created), and at the latest after DeletedKeyTTL; one
-// ObjectKey keeps at most MaxDeletedKeys, the oldest going first (logged
-// once). The controller's own handler may run before the one that records
-// a deletion (each has its own goroutine), so inside a Reconciler a
+// The request of a deletion finds nothing to read. If reader has
+// informers (a controller-runtime cache.Informers, as the manager's cache
+// is), ObjectKey adds a handler to obj's informer that records, for each
+// object the cache sees deleted (DeletedFinalStateUnknown tombstones
+// included: an object that left the member's range, or that a relist found
+// gone), its namespace, name and key value. With KeyUID, ObjectKey answers
+// the UID that the object had, from the record; with KeyNamespace, the
+// request's namespace, the object's, record or not. So the replica whose
+// range held the object reconciles its deletion, and the others drop it.
+// A record goes once a Reconciler has reconciled its request without an
+// error or a requeue, or when the object is read again (re-created), and
+// at the latest after DeletedKeyTTL; one ObjectKey keeps at most
+// MaxDeletedKeys, the oldest going first (logged once). A request dropped
+// as another replica's leaves its record released, kept for twice the
+// member's lease duration (at most MaxDeletedKeys of them, apart from the
+// others): if the member takes the object's hash over meanwhile, Handovers
+// replays the deletion, which the other replica may have dropped (it had
+// let the hash go) or not reconciled (it died). The controller's own
+// handler may run before the one that records a deletion (each has its own
+// goroutine), so inside a Reconciler a
 // request that finds neither the object nor a record is retried after
 // RetryAfter until RecordWait has passed since its first such try. Past
 // those bounds, and for a reader without informers, a request for an
@@ -183,7 +189,7 @@ type objectKey struct {
 	m       *Member
 	reader  client.Reader
 	obj     client.Object
-	deleted *deletedKeys // nil: no record (KeyNamespace, or no informers)
+	deleted *deletedKeys // nil: no record (a reader without informers)
 
 	mu        sync.Mutex
 	informers informerSource // until the record's handler is added
@@ -192,8 +198,12 @@ type objectKey struct {
 
 func newObjectKey(m *Member, reader client.Reader, obj client.Object) *objectKey {
 	k := &objectKey{m: m, reader: reader, obj: obj}
-	if src, ok := reader.(informerSource); ok && m.Key() == KeyUID {
-		k.deleted = newDeletedKeys(m.cfg.clock, DeletedKeyTTL, MaxDeletedKeys, func() {
+	if src, ok := reader.(informerSource); ok {
+		// A released record is kept for two lease durations: the new
+		// owner of a dead member's range takes it over a lease duration
+		// after the last renewal it saw, so this keeps the deletions the
+		// dead member had a lease duration to reconcile, and more.
+		k.deleted = newDeletedKeys(m.cfg.clock, DeletedKeyTTL, 2*m.cfg.leaseDuration, MaxDeletedKeys, func() {
 			m.cfg.logger.Error(nil, "More objects were deleted than shard.ObjectKey keeps the keys of, before their requests were settled: the requests of the oldest deletions are dropped by every replica",
 				"type", fmt.Sprintf("%T", obj), "max", MaxDeletedKeys)
 		})
@@ -230,6 +240,10 @@ func (k *objectKey) watchDeletions(ctx context.Context) {
 }
 
 func (k *objectKey) key(ctx context.Context, req reconcile.Request) (string, bool, error) {
+	if p, ok := ctx.Value(probeKey{}).(*deletionsProbe); ok {
+		p.deleted = k.deleted
+		return "", false, nil
+	}
 	o, ok := k.obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return "", false, fmt.Errorf("%T does not copy to a client.Object", k.obj)
@@ -245,16 +259,20 @@ func (k *objectKey) key(ctx context.Context, req reconcile.Request) (string, boo
 		return v, err == nil, err
 	case !apierrors.IsNotFound(err):
 		return "", false, err
-	case k.m.Key() == KeyNamespace:
+	case k.deleted == nil && k.m.Key() == KeyNamespace:
 		return req.Namespace, true, nil
 	case k.deleted == nil:
 		return "", false, nil
 	}
 	k.watchDeletions(ctx)
-	v, forget, ok := k.deleted.lookup(req.NamespacedName)
+	v, settle, ok := k.deleted.lookup(req.NamespacedName)
 	switch {
 	case ok:
-		onSettled(ctx, forget)
+		onSettled(ctx, settle)
+	case k.m.Key() == KeyNamespace:
+		// The request names the namespace: no record is needed to
+		// place it, only to replay it after a hand-over.
+		return req.Namespace, true, nil
 	case inReconciler(ctx) && k.deleted.miss(req.NamespacedName):
 		return "", false, errNotRecordedYet
 	}
