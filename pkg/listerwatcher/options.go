@@ -23,9 +23,10 @@ const (
 	DefaultFallbackTTL          = 10 * time.Minute
 )
 
-// DefaultBackoff is client-go's reflector backoff: 800ms doubling to 30s,
-// each delay stretched by up to 100%, back to 800ms after 2 minutes without
-// a retry.
+// DefaultBackoff has client-go's reflector delays: 800ms doubling to 30s,
+// each delay stretched by up to 100%. It goes back to 800ms after 2 minutes
+// without a retry, where client-go's goes back every 2 minutes counted from
+// its last reset, even while every retry fails (see docs/compatibility.md).
 var DefaultBackoff = Backoff{
 	Initial:    800 * time.Millisecond,
 	Factor:     2,
