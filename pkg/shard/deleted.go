@@ -19,7 +19,8 @@ const (
 	// object its cache saw deleted, for the requests of that deletion. The
 	// record of one goes as soon as a Reconciler has reconciled its request
 	// without a requeue or an error, and is kept only twice the lease
-	// duration once one has dropped it as another replica's; this bounds
+	// duration once one has dropped it as another replica's (unless
+	// Handovers replays it meanwhile: it is then pending again); this bounds
 	// the rest (requests a predicate filtered out, or requeued with a
 	// growing backoff).
 	DeletedKeyTTL = 10 * time.Minute
@@ -65,7 +66,8 @@ type deletedKeys struct {
 type deletedKey struct {
 	name     types.NamespacedName
 	value    string
-	at       time.Time // recorded, or released
+	recorded time.Time // when the cache saw the deletion
+	at       time.Time // recorded, or released: the age of its list
 	released bool      // in released, else in pending
 }
 
@@ -109,10 +111,12 @@ func (d *deletedKeys) miss(name types.NamespacedName) bool {
 // deleted now: a pending record. The strings are copied: the deleted object
 // may share its memory with a page of the list it came in.
 func (d *deletedKeys) record(name types.NamespacedName, value string) {
+	now := d.clock.Now()
 	k := &deletedKey{
-		name:  types.NamespacedName{Namespace: strings.Clone(name.Namespace), Name: strings.Clone(name.Name)},
-		value: strings.Clone(value),
-		at:    d.clock.Now(),
+		name:     types.NamespacedName{Namespace: strings.Clone(name.Namespace), Name: strings.Clone(name.Name)},
+		value:    strings.Clone(value),
+		recorded: now,
+		at:       now,
 	}
 	d.mu.Lock()
 	d.removeLocked(name)
@@ -210,16 +214,63 @@ func (d *deletedKeys) settle(k *deletedKey, here bool) {
 func (d *deletedKeys) inRange(r Range) []types.NamespacedName {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.expireLocked(d.clock.Now())
-	var names []types.NamespacedName
-	for _, l := range []*list.List{&d.pending, &d.released} {
-		for e := l.Front(); e != nil; e = e.Next() {
-			if k := e.Value.(*deletedKey); r.Contains(Hash(k.value)) {
-				names = append(names, k.name)
-			}
-		}
+	names, _ := d.inRangeLocked(r, false)
+	return names
+}
+
+// replay returns the names of the recorded deletions whose key value
+// hashes into r, which the member now serves, and makes the released ones
+// pending again: their requests are this replica's to settle, and may be
+// retried (a sharded cache relisting r) for longer than a released record
+// lasts. Their age counts from the deletion again, as every pending
+// record's does.
+func (d *deletedKeys) replay(r Range) []types.NamespacedName {
+	d.mu.Lock()
+	names, overBound := d.inRangeLocked(r, true)
+	tell := overBound && !d.full
+	d.full = d.full || overBound
+	d.mu.Unlock()
+	if tell && d.onFull != nil {
+		d.onFull()
 	}
 	return names
+}
+
+func (d *deletedKeys) inRangeLocked(r Range, repend bool) (names []types.NamespacedName, overBound bool) {
+	now := d.clock.Now()
+	d.expireLocked(now)
+	for _, l := range []*list.List{&d.pending, &d.released} {
+		for e := l.Front(); e != nil; {
+			next := e.Next()
+			if k := e.Value.(*deletedKey); r.Contains(Hash(k.value)) {
+				names = append(names, k.name)
+				if repend && k.released {
+					d.released.Remove(e)
+					d.repend(k)
+				}
+			}
+			e = next
+		}
+	}
+	if repend {
+		overBound = d.expireLocked(now)
+	}
+	return names, overBound
+}
+
+// repend puts k, out of either list, back among the pending records, in
+// the order of their deletions; mu is held.
+func (d *deletedKeys) repend(k *deletedKey) {
+	k.released, k.at = false, k.recorded
+	e := d.pending.Back()
+	for e != nil && e.Value.(*deletedKey).at.After(k.at) {
+		e = e.Prev()
+	}
+	if e == nil {
+		d.byName[k.name] = d.pending.PushFront(k)
+		return
+	}
+	d.byName[k.name] = d.pending.InsertAfter(k, e)
 }
 
 // len returns how many records are pending, and how many released.

@@ -444,3 +444,32 @@ func TestDeletionsOf(t *testing.T) {
 		t.Error("ObjectKey on a reader without informers has a record")
 	}
 }
+
+// Replaying a range makes its released records pending again, in the
+// order of their deletions, with the age of a pending record counted from
+// the deletion: a replayed deletion is kept until this replica settles it,
+// and never longer than DeletedKeyTTL.
+func TestDeletedKeysReplay(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	d := newDeletedKeys(clk, time.Minute, time.Second, 4, nil)
+	name := func(s string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: s} }
+	d.record(name("x"), "ux")
+	clk.Step(10 * time.Second)
+	if _, settle, ok := d.lookup(name("x")); ok {
+		settle(false) // another replica's
+	}
+	d.record(name("y"), "uy")
+	if got := d.replay(FullRange()); len(got) != 2 {
+		t.Fatalf("replayed %v, want x and y", got)
+	}
+	if p, r := d.len(); p != 2 || r != 0 {
+		t.Fatalf("after the replay: %d pending, %d released; want 2 and 0", p, r)
+	}
+	clk.Step(time.Minute - 10*time.Second) // x's deletion a TTL ago, y's not
+	if _, _, ok := d.lookup(name("x")); ok {
+		t.Error("a replayed record outlived DeletedKeyTTL from its deletion")
+	}
+	if _, _, ok := d.lookup(name("y")); !ok {
+		t.Error("a pending record went before its TTL: the replayed one was put after it")
+	}
+}

@@ -148,7 +148,7 @@ func (h *handovers) enqueue(ctx context.Context, q workqueue.TypedRateLimitingIn
 		return objects, 0, err
 	}
 	if h.deleted != nil {
-		for _, name := range h.deleted.inRange(r) {
+		for _, name := range h.deleted.replay(r) {
 			q.Add(reconcile.Request{NamespacedName: name})
 			deletions++
 		}

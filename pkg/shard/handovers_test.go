@@ -264,3 +264,83 @@ func TestGateReportsEveryGain(t *testing.T) {
 		t.Fatalf("an unsubscribed source was told of %s", got)
 	}
 }
+
+// TestReplayedDeletionOutlivesTheReleasedAge: a deletion dropped as
+// another replica's, replayed by Handovers when the member takes its hash
+// over, is retried while a sharded cache of the member relists the range
+// taken over. The record must last until the request is settled here: if
+// it expired two lease durations after the drop, the retries would find
+// nothing and drop the deletion as unknown, on every replica.
+func TestReplayedDeletionOutlivesTheReleasedAge(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	const lease = 3 * time.Second
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(lease),
+		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := NewRange(0, 1<<63)
+	m.gate.assign(half)
+	m.gate.set(half, clk.Now().Add(time.Hour))
+	sharded := m.TrackCacheOf("*v1.Secret") // a sharded secondary cache
+	sharded.Set(half)
+	defer sharded.Close()
+
+	uid := ""
+	for i := 0; uid == ""; i++ {
+		if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
+			uid = u
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}}
+	reader := newInformerReader(cm.DeepCopy()) // the unsharded primary's cache
+	key := ObjectKey(m, reader, &corev1.ConfigMap{})
+	var notFound int
+	r := Reconciler(m, key, reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if err := reader.Get(ctx, req.NamespacedName, &corev1.ConfigMap{}); apierrors.IsNotFound(err) {
+			notFound++
+		}
+		return reconcile.Result{}, nil
+	}))
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cm)}
+
+	// The deletion arrives while another member holds the hash: dropped.
+	reader.remove(t, cm, false)
+	if res, err := r.Reconcile(context.Background(), req); err != nil || !res.IsZero() || notFound != 0 {
+		t.Fatalf("a deletion of another member's range: %+v, %v, reconciled %d times; want it dropped", res, err, notFound)
+	}
+	// That member dies; a lease duration later this one takes the range
+	// over, and Handovers replays the deletion.
+	clk.Step(lease + 500*time.Millisecond)
+	m.gate.assign(FullRange())
+	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	src := Handovers(m, reader, &corev1.ConfigMapList{}, key).(*handovers)
+	if _, deletions, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil || deletions != 1 {
+		t.Fatalf("replaying the range taken over: %d deletions, %v; want 1", deletions, err)
+	}
+	// The sharded cache relists the new range, which takes a while: the
+	// replayed request is retried meanwhile.
+	for waited := time.Duration(0); waited < 2*lease; waited += RetryAfter {
+		res, err := r.Reconcile(context.Background(), req)
+		if err != nil || res.RequeueAfter == 0 {
+			t.Fatalf("%v into the relist: %+v, %v; want a retry", waited, res, err)
+		}
+		clk.Step(res.RequeueAfter)
+	}
+	sharded.Set(FullRange())
+	for i := 0; i < 10 && notFound == 0; i++ {
+		res, err := r.Reconcile(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter == 0 {
+			break
+		}
+		clk.Step(res.RequeueAfter)
+	}
+	if notFound != 1 {
+		t.Fatalf("the replayed deletion was reconciled %d times once the caches held its hash, want once: its record expired while the request waited for the relist", notFound)
+	}
+}

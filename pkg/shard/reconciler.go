@@ -158,7 +158,9 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // member's lease duration (at most MaxDeletedKeys of them, apart from the
 // others): if the member takes the object's hash over meanwhile, Handovers
 // replays the deletion, which the other replica may have dropped (it had
-// let the hash go) or not reconciled (it died). The controller's own
+// let the hash go) or not reconciled (it died), and the record is pending
+// again (its request may be retried while a sharded cache relists the
+// hashes taken over). The controller's own
 // handler may run before the one that records a deletion (each has its own
 // goroutine), so inside a Reconciler a
 // request that finds neither the object nor a record is retried after
