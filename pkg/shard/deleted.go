@@ -346,11 +346,16 @@ type deletionsProbe struct{ deleted *deletedKeys }
 // deletionsOf returns the record of deletions of the ObjectKey behind key,
 // or nil. key is called once, with an empty request and a cancelled
 // context: a KeyFunc other than ObjectKey's gives up at once (its reads
-// fail), and whatever it returns is ignored.
+// fail), and whatever it returns is ignored, a panic included (no
+// controller hands a KeyFunc a request without a name, and one of the
+// user's may rely on that).
 func deletionsOf(key KeyFunc) *deletedKeys {
 	p := &deletionsProbe{}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), probeKey{}, p))
 	cancel()
-	_, _, _ = key(ctx, reconcile.Request{})
+	func() {
+		defer func() { _ = recover() }()
+		_, _, _ = key(ctx, reconcile.Request{})
+	}()
 	return p.deleted
 }

@@ -43,7 +43,8 @@ import (
 // A deletion is then reconciled at least once: twice if the old owner
 // reconciled it too. To find that record, Handovers calls key once, when
 // it is built, with an empty request and a cancelled context; any other
-// KeyFunc's answer is ignored.
+// KeyFunc's answer is ignored, and so is a panic (a KeyFunc that expects
+// a name in every request).
 //
 // Handovers panics if an argument is nil, list is not a list type, or key
 // is RequestName or RequestNamespace and m's key is not KeyNamespace.

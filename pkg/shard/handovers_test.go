@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // miniController is the part of a controller-runtime controller that
@@ -342,5 +344,33 @@ func TestReplayedDeletionOutlivesTheReleasedAge(t *testing.T) {
 	}
 	if notFound != 1 {
 		t.Fatalf("the replayed deletion was reconciled %d times once the caches held its hash, want once: its record expired while the request waited for the relist", notFound)
+	}
+}
+
+// TestHandoversProbeSparesTheUsersKey: Handovers looks for ObjectKey's
+// record behind its key by calling the key with an empty request, which no
+// controller ever hands it. A KeyFunc of the user's that assumes a
+// request's name (here, objects named "<tenant>.<name>" placed by their
+// tenant) must not bring the process down at setup, nor be taken for one
+// with a record.
+func TestHandoversProbeSparesTheUsersKey(t *testing.T) {
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(testLogger(t, "A")), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTenant := func(_ context.Context, req reconcile.Request) (string, bool, error) {
+		return strings.SplitN(req.Name, ".", 2)[1], true, nil // every object's name has a dot
+	}
+	var src source.Source
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("Handovers with a KeyFunc that reads the request's name panicked: %v", p)
+			}
+		}()
+		src = Handovers(m, newInformerReader(), &corev1.ConfigMapList{}, byTenant)
+	}()
+	if h := src.(*handovers); h.deleted != nil {
+		t.Fatal("a KeyFunc of the user's was taken for one with a record of deletions")
 	}
 }
