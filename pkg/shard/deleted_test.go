@@ -394,7 +394,8 @@ func TestObjectKeyWaitsForTheRecordOfAMissingObject(t *testing.T) {
 }
 
 // With KeyNamespace the request of a deletion is placed by its namespace,
-// but ObjectKey still records the deletion, for Handovers to replay it.
+// but ObjectKey still records the deletion, for the Handovers that uses it
+// to replay it.
 func TestObjectKeyRecordsDeletionsWithKeyNamespace(t *testing.T) {
 	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(logr.Discard()), WithMetrics(nil))
 	if err != nil {
@@ -403,6 +404,7 @@ func TestObjectKeyRecordsDeletionsWithKeyNamespace(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cm", UID: "u"}}
 	reader := newInformerReader(cm.DeepCopy())
 	key := ObjectKey(m, reader, &corev1.ConfigMap{})
+	Handovers(m, reader, &corev1.ConfigMapList{}, key)
 	reader.remove(t, cm, false)
 	if got := deletionsOf(key).inRange(NewRange(Hash("team-a"), Hash("team-a")+1)); len(got) != 1 || got[0] != client.ObjectKeyFromObject(cm) {
 		t.Fatalf("deletions recorded in team-a's hash: %v, want %s", got, client.ObjectKeyFromObject(cm))
@@ -471,5 +473,41 @@ func TestDeletedKeysReplay(t *testing.T) {
 	}
 	if _, _, ok := d.lookup(name("y")); !ok {
 		t.Error("a pending record went before its TTL: the replayed one was put after it")
+	}
+}
+
+// TestObjectKeyWithKeyNamespaceRecordsOnlyForHandovers: with KeyNamespace
+// the request of a deletion is placed by its namespace, and the record of
+// deletions serves only Handovers' replay. A sharded primary's cache hands
+// its controller a tombstone for every object that leaves the member's
+// range; recording those for nothing fills the record, and past
+// MaxDeletedKeys (a hand-over of a large share) ObjectKey logged an error
+// saying that the requests of deletions are dropped by every replica,
+// which with KeyNamespace is not so.
+func TestObjectKeyWithKeyNamespaceRecordsOnlyForHandovers(t *testing.T) {
+	var logs logLines
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(logs.logger()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := newInformerReader()
+	key := newObjectKey(m, reader, &corev1.ConfigMap{})
+	// The relist of a range change: everything that left, as tombstones.
+	for i := range MaxDeletedKeys + 1 {
+		reader.deliverDelete(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-" + strconv.Itoa(i%100), Name: "cm-" + strconv.Itoa(i), UID: types.UID("u-" + strconv.Itoa(i))}}, true)
+	}
+	if said := logs.matching("More objects were deleted"); len(said) != 0 {
+		t.Errorf("a hand-over of %d objects of a sharded primary with KeyNamespace logged %q", MaxDeletedKeys+1, said)
+	}
+	if pending, released := key.deleted.len(); pending != 0 || released != 0 {
+		t.Errorf("without Handovers, ObjectKey with KeyNamespace kept %d pending and %d released records, want none", pending, released)
+	}
+
+	// With Handovers (an unsharded primary), the deletions are recorded.
+	Handovers(m, reader, &corev1.ConfigMapList{}, key.key)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cm", UID: "u"}}
+	reader.deliverDelete(cm, false)
+	if got := key.deleted.inRange(NewRange(Hash("team-a"), Hash("team-a")+1)); len(got) == 0 || got[len(got)-1] != client.ObjectKeyFromObject(cm) {
+		t.Fatalf("with Handovers, the deletion of %s is not recorded", client.ObjectKeyFromObject(cm))
 	}
 }

@@ -148,7 +148,9 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // included: an object that left the member's range, or that a relist found
 // gone), its namespace, name and key value. With KeyUID, ObjectKey answers
 // the UID that the object had, from the record; with KeyNamespace, the
-// request's namespace, the object's, record or not. So the replica whose
+// request's namespace, the object's, record or not (with KeyNamespace the
+// handler is added only once a Handovers uses the KeyFunc: the record is
+// there for its replays only). So the replica whose
 // range held the object reconciles its deletion, and the others drop it.
 // A record goes once a Reconciler has reconciled its request without an
 // error or a requeue, or when the object is read again (re-created), and
@@ -196,6 +198,12 @@ type objectKey struct {
 	mu        sync.Mutex
 	informers informerSource // until the record's handler is added
 	lastTry   time.Time
+	// unwanted says that nothing needs the record yet: with KeyNamespace
+	// a deletion's request is placed by its namespace, and only Handovers
+	// replays recorded deletions. Until a Handovers finds the record, the
+	// handler is not added (a sharded cache hands its handlers a tombstone
+	// for every object leaving the member's range).
+	unwanted bool
 }
 
 func newObjectKey(m *Member, reader client.Reader, obj client.Object) *objectKey {
@@ -205,17 +213,31 @@ func newObjectKey(m *Member, reader client.Reader, obj client.Object) *objectKey
 		// owner of a dead member's range takes it over a lease duration
 		// after the last renewal it saw, so this keeps the deletions the
 		// dead member had a lease duration to reconcile, and more.
+		lost := "the requests of the oldest deletions are dropped by every replica"
+		if m.Key() == KeyNamespace {
+			lost = "the oldest deletions are not replayed by shard.Handovers if their namespaces change replicas"
+		}
 		k.deleted = newDeletedKeys(m.cfg.clock, DeletedKeyTTL, 2*m.cfg.leaseDuration, MaxDeletedKeys, func() {
-			m.cfg.logger.Error(nil, "More objects were deleted than shard.ObjectKey keeps the keys of, before their requests were settled: the requests of the oldest deletions are dropped by every replica",
+			m.cfg.logger.Error(nil, "More objects were deleted than shard.ObjectKey keeps the keys of, before their requests were settled: "+lost,
 				"type", fmt.Sprintf("%T", obj), "max", MaxDeletedKeys)
 		})
 		k.informers = src
+		k.unwanted = m.Key() == KeyNamespace
 		// The informer does not start here: a manager's cache starts
 		// its informers with itself (it has not started yet when
 		// controllers are built), and so does a started cache's Get.
 		k.watchDeletions(context.Background())
 	}
 	return k
+}
+
+// wantDeletions is called by Handovers' probe: the record is needed, with
+// KeyNamespace too, from now on.
+func (k *objectKey) wantDeletions() {
+	k.mu.Lock()
+	k.unwanted = false
+	k.mu.Unlock()
+	k.watchDeletions(context.Background())
 }
 
 // watchDeletions adds the record's handler to obj's informer, if it has not
@@ -225,7 +247,7 @@ func (k *objectKey) watchDeletions(ctx context.Context) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.m.cfg.clock.Now()
-	if k.informers == nil || (!k.lastTry.IsZero() && now.Sub(k.lastTry) < time.Second) {
+	if k.informers == nil || k.unwanted || (!k.lastTry.IsZero() && now.Sub(k.lastTry) < time.Second) {
 		return
 	}
 	k.lastTry = now
@@ -244,6 +266,9 @@ func (k *objectKey) watchDeletions(ctx context.Context) {
 func (k *objectKey) key(ctx context.Context, req reconcile.Request) (string, bool, error) {
 	if p, ok := ctx.Value(probeKey{}).(*deletionsProbe); ok {
 		p.deleted = k.deleted
+		if k.deleted != nil {
+			k.wantDeletions()
+		}
 		return "", false, nil
 	}
 	o, ok := k.obj.DeepCopyObject().(client.Object)
