@@ -55,14 +55,19 @@ func retryDelay(waited, leaseDuration time.Duration) time.Duration {
 //     m does not serve yet (another member still hands it over) or whose
 //     range a sharded cache is still relisting, is retried after RetryAfter:
 //     it is this replica's soon, and an event that arrived during the
-//     hand-over is not lost. If the wait lasts more than a lease duration,
-//     the retries grow apart (doubling each lease duration, up to
-//     MaxRetryAfter). So is every request before m has computed its
+//     hand-over is not lost. So is every request before m has computed its
 //     first assignment (see Assigned): the manager starts controllers and
 //     m together, and what a controller is handed meanwhile (its primary
 //     objects' initial adds, if they are not sharded) comes only once. If
 //     that lasts a lease duration, m logs why, once: it was never started,
 //     or it has not listed the member Leases (missing RBAC, an outage).
+//     When a wait for the first assignment, or for a sharded cache that
+//     does not hold the hash, lasts more than a lease duration, the
+//     retries grow apart (doubling each lease duration, up to
+//     MaxRetryAfter; RetryAfter again once the cache completes a list). A
+//     request for a hash m is assigned but does not serve (the previous
+//     owner still publishes it, m's claim or its Lease's renewal is under
+//     way) is retried every RetryAfter for as long as that lasts.
 //     If a sharded cache has not held a request's hash for a lease
 //     duration of retries, m logs that cache, once until its next list
 //     completes: one that never completes a list (its kind may not be
