@@ -111,17 +111,35 @@ func (d *deletedKeys) miss(name types.NamespacedName) bool {
 // deleted now: a pending record. The strings are copied: the deleted object
 // may share its memory with a page of the list it came in.
 func (d *deletedKeys) record(name types.NamespacedName, value string) {
+	d.add(name, value, false)
+}
+
+// recordReleased remembers the deletion of an object whose hash the member
+// neither serves nor is assigned: a record released at once, as the
+// Reconciler would release it (a sharded cache's tombstones for what left
+// the member's range are most of these, and must not crowd out the
+// pending records).
+func (d *deletedKeys) recordReleased(name types.NamespacedName, value string) {
+	d.add(name, value, true)
+}
+
+func (d *deletedKeys) add(name types.NamespacedName, value string, released bool) {
 	now := d.clock.Now()
 	k := &deletedKey{
 		name:     types.NamespacedName{Namespace: strings.Clone(name.Namespace), Name: strings.Clone(name.Name)},
 		value:    strings.Clone(value),
 		recorded: now,
 		at:       now,
+		released: released,
 	}
 	d.mu.Lock()
 	d.removeLocked(name)
 	delete(d.misses, name)
-	d.byName[k.name] = d.pending.PushBack(k)
+	if released {
+		d.byName[k.name] = d.released.PushBack(k)
+	} else {
+		d.byName[k.name] = d.pending.PushBack(k)
+	}
 	dropped := d.expireLocked(k.at)
 	tell := dropped && !d.full
 	d.full = d.full || dropped
@@ -281,8 +299,9 @@ func (d *deletedKeys) len() (pending, released int) {
 }
 
 // handler is the informer event handler that records deletions, of live
-// objects and of DeletedFinalStateUnknown tombstones, with key's value.
-func (d *deletedKeys) handler(key Key) toolscache.ResourceEventHandler {
+// objects and of DeletedFinalStateUnknown tombstones, with key's value:
+// pending if ours says the hash is the member's, released otherwise.
+func (d *deletedKeys) handler(key Key, ours func(h uint64) bool) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
@@ -295,7 +314,12 @@ func (d *deletedKeys) handler(key Key) toolscache.ResourceEventHandler {
 		if err != nil {
 			return
 		}
-		d.record(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}, v)
+		name := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
+		if ours(Hash(v)) {
+			d.record(name, v)
+			return
+		}
+		d.recordReleased(name, v)
 	}}
 }
 

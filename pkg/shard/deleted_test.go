@@ -511,3 +511,44 @@ func TestObjectKeyWithKeyNamespaceRecordsOnlyForHandovers(t *testing.T) {
 		t.Fatalf("with Handovers, the deletion of %s is not recorded", client.ObjectKeyFromObject(cm))
 	}
 }
+
+// A sharded cache hands its handlers a tombstone for every object that
+// leaves the member's range: ObjectKey records those as released, not
+// pending, so that a large hand-over neither logs that deletions are lost
+// nor pushes out the record of a real deletion in the member's own range.
+func TestObjectKeyRecordsWhatLeftTheRangeAsReleased(t *testing.T) {
+	var logs logLines
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(logs.logger()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := NewRange(0, 1<<63)
+	m.gate.assign(half)
+	m.gate.set(half, time.Now().Add(time.Hour))
+	reader := newInformerReader()
+	key := newObjectKey(m, reader, &corev1.ConfigMap{})
+	next := 0
+	uid := func(inRange bool) types.UID { // the next UID in the member's range, or out of it
+		for {
+			next++
+			if u := "u-" + strconv.Itoa(next); half.Contains(Hash(u)) == inRange {
+				return types.UID(u)
+			}
+		}
+	}
+	ours := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ours", UID: uid(true)}}
+	reader.deliverDelete(ours, false) // a real deletion in the member's range
+	// The relist of a range change: everything that left, as tombstones.
+	for n := range MaxDeletedKeys + 1 {
+		reader.deliverDelete(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm-" + strconv.Itoa(n), UID: uid(false)}}, true)
+	}
+	if said := logs.matching("More objects were deleted"); len(said) != 0 {
+		t.Errorf("a hand-over of %d objects that left the range logged %q", MaxDeletedKeys+1, said)
+	}
+	if v, _, ok := key.deleted.lookup(client.ObjectKeyFromObject(ours)); !ok || v != string(ours.UID) {
+		t.Errorf("the deletion in the member's range was pushed out by %d objects that left it: %q, %v", MaxDeletedKeys+1, v, ok)
+	}
+	if pending, released := key.deleted.len(); pending != 1 || released != MaxDeletedKeys {
+		t.Errorf("%d pending and %d released records, want 1 and %d", pending, released, MaxDeletedKeys)
+	}
+}

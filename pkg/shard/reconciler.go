@@ -163,7 +163,9 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // MaxDeletedKeys, the oldest going first (logged once). A request dropped
 // as another replica's leaves its record released, kept for twice the
 // member's lease duration (at most MaxDeletedKeys of them, apart from the
-// others): if the member takes the object's hash over meanwhile, Handovers
+// others), as does from the start the record of an object whose hash the
+// member neither serves nor is assigned (a sharded cache's tombstones for
+// what left its range): if the member takes the object's hash over meanwhile, Handovers
 // replays the deletion, which the other replica may have dropped (it had
 // let the hash go) or not reconciled (it died), and the record is pending
 // again (its request may be retried while a sharded cache relists the
@@ -236,6 +238,10 @@ func newObjectKey(m *Member, reader client.Reader, obj client.Object) *objectKey
 	return k
 }
 
+// ours reports whether the member serves h or is assigned it: the request
+// of a deletion there is this replica's, or will be (it is retried).
+func (k *objectKey) ours(h uint64) bool { return k.m.Serving().Contains(h) || k.m.Assigned(h) }
+
 // wantDeletions is called by Handovers' probe: the record is needed, with
 // KeyNamespace too, from now on.
 func (k *objectKey) wantDeletions() {
@@ -258,7 +264,7 @@ func (k *objectKey) watchDeletions(ctx context.Context) {
 	k.lastTry = now
 	inf, err := k.informers.GetInformer(ctx, k.obj, crcache.BlockUntilSynced(false))
 	if err == nil {
-		_, err = inf.AddEventHandler(k.deleted.handler(k.m.Key()))
+		_, err = inf.AddEventHandler(k.deleted.handler(k.m.Key(), k.ours))
 	}
 	if err != nil {
 		k.m.cfg.logger.Error(err, "shard.ObjectKey cannot follow the deletions of its objects; until it can, the requests of deleted objects are dropped by every replica",
