@@ -490,6 +490,12 @@ func TestSmoke(t *testing.T) {
 	if row, _ := rep.Row("floor", 0); row.Median.Requests.ListsWithContinue < 4 {
 		t.Errorf("the floor sent %+v, want >= 4 continues for 30+ objects in pages of 7", row.Median.Requests)
 	}
+	// The busy client keeps the limiter empty: each of the relist's 5
+	// pages waits its turn behind it (at least a token's 200 ms at QPS 5;
+	// after the usual relist delay, the pages would fit in the burst).
+	if row, _ := rep.Row(relistRow("ours-listwatch-busy"), 0); row.Median.SyncSeconds < 4*0.2 {
+		t.Errorf("ours-listwatch-busy relisted 30 objects in pages of 7 in %.3f s, want at least 0.8 s behind a busy client at QPS 5", row.Median.SyncSeconds)
+	}
 	if row, _ := rep.Row("client-go-list", 0); row.Median.SteadyHeap <= 0 {
 		t.Errorf("client-go-list keeps %d bytes above baseline, want a store", row.Median.SteadyHeap)
 	}

@@ -21,8 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/leaninformer/leaninformer/internal/benchkit"
 	"github.com/leaninformer/leaninformer/internal/benchresults"
@@ -115,6 +117,9 @@ type child struct {
 	cs   kubernetes.Interface
 	lw   toolscache.ListerWatcher
 	ctl  *control
+	// busy is the other client of a busy variant, on cs's rate limiter;
+	// nil without one, or without a client-side limiter.
+	busy kubernetes.Interface
 
 	requests faultproxy.RequestCounter
 	// relistArmed makes the transport record, in relistStart (Unix ns), when
@@ -145,6 +150,15 @@ func runChild(ctx context.Context, o childOptions, in io.Reader, out io.Writer) 
 	}
 	benchClientConfig(cfg, o.limits)
 	c := &child{opts: o, v: v, kind: k, ctl: &control{in: bufio.NewReader(in), out: out}}
+	if qps, burst := o.limits.effective(); v.busy && qps > 0 {
+		// One limiter for both clients, as kubernetes.NewForConfig shares
+		// one among its typed clients; the other client's requests are
+		// not counted as the informer's.
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+		if c.busy, err = kubernetes.NewForConfig(rest.CopyConfig(cfg)); err != nil {
+			return err
+		}
+	}
 	cfg.Wrap(c.countRequests)
 	if c.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
@@ -240,14 +254,62 @@ func (c *child) runInformer(ctx context.Context) ([]benchresults.Phase, error) {
 	if c.v.relist {
 		// A relist in a long-running controller finds the limiter full.
 		time.Sleep(time.Until(syncedAt.Add(max(c.opts.relistDelay, c.opts.limits.refill()))))
-		r, err := c.relist(ctx, base, inf, h, total)
+		stopBusy, err := c.startBusy(ctx)
 		if err != nil {
+			return nil, err
+		}
+		r, err := c.relist(ctx, base, inf, h, total)
+		if err := errors.Join(err, stopBusy()); err != nil {
 			return nil, err
 		}
 		phases = append(phases, r)
 	}
 	phases[0].Timeline = c.timeline.finish()
 	return phases, nil
+}
+
+// startBusy starts, for a busy variant, the other client: GETs of the
+// default namespace back to back, each waiting for the shared limiter. It
+// returns once they have spent the limiter's burst, so that the relist finds
+// it empty; stop ends them and returns the first error one got.
+func (c *child) startBusy(ctx context.Context) (stop func() error, err error) {
+	if c.busy == nil {
+		return func() error { return nil }, nil
+	}
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	_, burst := c.opts.limits.effective()
+	spent := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for n := 1; ; n++ {
+			_, err := c.busy.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
+			switch {
+			case ctx.Err() != nil:
+				done <- nil
+				return
+			case err != nil:
+				done <- fmt.Errorf("the busy client's GET: %w", err)
+				return
+			case n == burst+1:
+				close(spent)
+			}
+		}
+	}()
+	stop = func() error {
+		cancel()
+		return <-done
+	}
+	select {
+	case <-spent:
+		return stop, nil
+	case err := <-done:
+		cancel()
+		if err == nil {
+			err = fmt.Errorf("the busy client stopped before the relist: %w", parent.Err())
+		}
+		return nil, err
+	}
 }
 
 // relist has the parent cut the informer's watch and refuse the next one

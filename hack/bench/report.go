@@ -162,6 +162,9 @@ func goals(r *Report) []benchresults.Goal {
 			add(fmt.Sprintf("relist time after %d%% changed vs client-go", percent), relistRow(p.ours+suffix), relistRow(p.theirs+suffix), 0, 1.1, sync, sync)
 		}
 	}
+	// And while the controller's other requests keep the client's rate
+	// limiter empty: every LIST request waits its turn behind them.
+	add("relist time, the shared limiter kept empty, vs client-go", relistRow("ours-listwatch-busy"), relistRow("client-go-list-busy"), 0, 1.1, sync, sync)
 	// Interning: a smaller steady store than client-go's informer, at a
 	// bounded CPU cost per object.
 	cpu := func(p benchresults.Phase) float64 { return p.CPUSeconds / float64(max(1, p.Objects)) }

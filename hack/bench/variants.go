@@ -62,6 +62,12 @@ type variant struct {
 	// is modified, and 1% deleted and created, while the watch is down;
 	// only the relist row is reported.
 	churn int
+	// busy: from before the forced relist until it ends, another client
+	// sends requests through the informer's rate limiter as fast as it lets
+	// them go: a controller whose workers keep the limiter of the clientset
+	// its informers share empty (kubernetes.NewForConfig gives all its
+	// typed clients one limiter). Only the relist row is reported.
+	busy bool
 	// unwritten: the child lists a resource nobody wrote since the last
 	// etcd compaction (no touch; it runs after every other child, once a
 	// compaction has passed since the bench's last write), whose continue
@@ -91,7 +97,7 @@ func (v variant) env() []string {
 // rows are the names of the table rows a variant's child reports.
 func (v variant) rows() []string {
 	switch {
-	case v.churn > 0:
+	case v.churn > 0 || v.busy:
 		return []string{relistRow(v.name)} // its initial sync is its base variant's
 	case v.relist:
 		return []string{v.name, relistRow(v.name)}
@@ -150,6 +156,16 @@ func variants() []variant {
 			all = append(all, v)
 		}
 	}
+	// The relist of the paginated pair when the client's limiter is kept
+	// empty by the controller's other requests: every LIST page waits its
+	// turn behind them (a streamed relist is one request, as client-go's
+	// LIST at resourceVersion 0 is).
+	for _, base := range []string{"client-go-list", "ours-listwatch"} {
+		v := *findIn(all, base)
+		v.name, v.busy = base+"-busy", true
+		v.desc += "; relisting while another client keeps the shared rate limiter empty"
+		all = append(all, v)
+	}
 	// The paginated pair again on a resource nobody wrote since the last
 	// etcd compaction: the state of a rarely written kind, where only
 	// paginated lists pay (their continue pages come from etcd).
@@ -185,7 +201,7 @@ func rowGroup(v variant, relistRow bool) int {
 		return 7
 	case v.intern:
 		return 6
-	case v.churn > 0:
+	case v.churn > 0 || v.busy:
 		return 3
 	case relistRow:
 		return 2
