@@ -39,7 +39,9 @@ import (
 // and every typed object that reads and handlers get (a live delete's
 // too) carries its kind, which controller-runtime's reader would otherwise
 // set on its copies; a client-go informer's handlers get typed objects
-// without it.
+// without it. A read with controller-runtime's UnsafeDisableDeepCopy is a
+// fresh decode as well: writing into it never changes the cache, where
+// controller-runtime's own cache hands out the stored object.
 func WithEncodedStore(opts ...codec.Option) Option {
 	return func(c *config) {
 		c.encoded = true

@@ -94,7 +94,7 @@ var _ = Describe("controller-runtime managers against a real API server", func()
 		crEntries("DefaultEnableWatchBookmarks=false: leaninformer falls back, client-go's informer waits", crBookmarksOff),
 		crEntries("ReaderFailOnMissingInformer", crReaderFailOnMissingInformer),
 		crEntries("source.Kind handlers and their HasSynced", crSourceKind),
-		crEntries("a caller writing into what it read leaves the cache as it was", crMutateWhatWasRead),
+		crEntries("a caller writing into what it read: a copy leaves the cache as it was; an UnsafeDisableDeepCopy read shares it, but for the encoded store", crMutateWhatWasRead),
 		crEntries("a NewInformer of the caller's: it is used, and reads are still copies", crCallersNewInformer),
 	)
 })
@@ -781,6 +781,22 @@ func crMutateWhatWasRead(ctx context.Context, c crCache) {
 	Expect(cl.Get(ctx, key, m2)).To(Succeed())
 	Expect(m2.Labels).To(HaveKeyWithValue("app", "mutate"))
 	Expect(m2.GroupVersionKind()).To(Equal(corev1.SchemeGroupVersion.WithKind("Secret")))
+
+	By("writing into what a read without DeepCopy returned")
+	// controller-runtime's reader then hands out the stored object, so the
+	// write reaches the cache (its own suite asserts so); the encoded store
+	// hands out a fresh decode, so it never does (docs/compatibility.md).
+	unsafeKey := types.NamespacedName{Namespace: ns, Name: names[1]}
+	var shared corev1.Secret
+	Expect(mgr.GetCache().Get(ctx, unsafeKey, &shared, client.UnsafeDisableDeepCopy)).To(Succeed())
+	shared.Labels["app"] = "written into the read"
+	var after corev1.Secret
+	Expect(mgr.GetCache().Get(ctx, unsafeKey, &after, client.UnsafeDisableDeepCopy)).To(Succeed())
+	if c.encoded {
+		Expect(after.Labels).To(HaveKeyWithValue("app", "mutate"), "the encoded store's reads are its own")
+	} else {
+		Expect(after.Labels).To(HaveKeyWithValue("app", "written into the read"), "controller-runtime's UnsafeDisableDeepCopy shares the stored object")
+	}
 
 	if c.encoded {
 		By("the store holds the objects encoded")
