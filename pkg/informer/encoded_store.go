@@ -111,6 +111,19 @@ var (
 	_ cache.RefusedCopier = kindSetter{}
 )
 
+// Encode is the codec's. An object it refuses (a typed custom resource),
+// which the store then keeps as it is, gets the kind here, before the
+// store holds it: handlers are handed the stored object itself (an initial
+// list's, a late handler's, a relist's, a live update's old one), so it
+// must carry the kind that decoded objects and reads' copies carry.
+func (k kindSetter) Encode(obj any) ([]byte, error) {
+	data, err := k.Codec.Encode(obj)
+	if err != nil {
+		k.setKind(obj)
+	}
+	return data, err
+}
+
 func (k kindSetter) Decode(data []byte) (any, error) {
 	obj, err := k.Codec.Decode(data)
 	k.setKind(obj)

@@ -20,6 +20,7 @@ import (
 	"github.com/leaninformer/leaninformer/internal/testobjects"
 	"github.com/leaninformer/leaninformer/pkg/cache"
 	"github.com/leaninformer/leaninformer/pkg/codec"
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
 
 // TestEncodedStoreReadsAndNotifications runs an informer with the encoded
@@ -217,6 +218,8 @@ func (w *widget) DeepCopyObject() runtime.Object {
 // Objects the codec refuses are read as copies: with NewCacheWith's read
 // kind, those copies need the kind as much as decodes do, since
 // controller-runtime, its DeepCopy off, sets none. It read them without.
+// (The store now also gives the stored object its kind when it takes it,
+// for handlers: TestReadKindReachesHandlersOfRefusedObjects.)
 func TestReadKindFillsCopiesOfRefusedObjects(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
 	c, err := newConfig([]Option{WithEncodedStore(), withReadKind(gvk)})
@@ -243,7 +246,8 @@ func TestReadKindFillsCopiesOfRefusedObjects(t *testing.T) {
 	if err != nil || len(byLabels) != 1 {
 		t.Fatalf("ListByLabels: %v, %v", byLabels, err)
 	}
-	for what, o := range map[string]any{"GetByKey": got, "List": store.List()[0], "ByIndex": byIndex[0], "ListByLabels": byLabels[0]} {
+	reads := map[string]any{"GetByKey": got, "List": store.List()[0], "ByIndex": byIndex[0], "ListByLabels": byLabels[0]}
+	for what, o := range reads {
 		if k := o.(*widget).GroupVersionKind(); k != gvk {
 			t.Errorf("%s reads with kind %v, want %v", what, k, gvk)
 		}
@@ -251,8 +255,11 @@ func TestReadKindFillsCopiesOfRefusedObjects(t *testing.T) {
 			t.Errorf("%s handed out the stored object, not a copy", what)
 		}
 	}
-	if !w.GroupVersionKind().Empty() {
-		t.Error("setting the kind on a copy changed the stored object")
+	for what, o := range reads {
+		o.(*widget).Labels["app"] = "written into the read of " + what
+	}
+	if w.Labels["app"] != "a" {
+		t.Errorf("a write into a read reached the stored object: labels %v", w.Labels)
 	}
 }
 
@@ -297,5 +304,81 @@ func TestReadKindReachesHandlers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// widgetList is the list of widgets a fake API server serves.
+type widgetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []widget `json:"items"`
+}
+
+func (l *widgetList) DeepCopyObject() runtime.Object {
+	out := &widgetList{TypeMeta: l.TypeMeta}
+	l.DeepCopyInto(&out.ListMeta)
+	for _, w := range l.Items {
+		out.Items = append(out.Items, *w.DeepCopyObject().(*widget))
+	}
+	return out
+}
+
+// Typed custom resources (no protobuf: the codec refuses them, the store
+// keeps them decoded) reach handlers with their kind under NewCacheWith,
+// as reads give them and as every other typed object reaches handlers:
+// initial list, late handler, live change (old and new) and relist alike.
+// Handlers got them without a kind but for a live change's new object (a
+// read's copy) and a live delete.
+func TestReadKindReachesHandlersOfRefusedObjects(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	s := fake.NewServer(&widgetList{})
+	t.Cleanup(s.Close)
+	newWidget := func(name, app string) *widget {
+		return &widget{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name, Labels: map[string]string{"app": app}}}
+	}
+	for _, name := range []string{"w-1", "w-2", "w-3"} {
+		mustCreate(t, s, newWidget(name, "a"))
+	}
+	inf := NewSharedIndexInformerWithOptions(s.ListerWatcher(), &widget{},
+		toolscache.SharedIndexInformerOptions{Indexers: toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
+		WithBackoff(fastBackoff), WithRelistReuse(false), WithEncodedStore(), withReadKind(gvk))
+	early := newRecorder()
+	if _, err := inf.AddEventHandler(early); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	waitSynced(t, inf)
+	if stats := inf.indexer.CodecStats(); stats.Unencoded != 3 {
+		t.Fatalf("CodecStats %+v: the widgets were not refused, the test tests nothing", stats)
+	}
+	late := newRecorder()
+	if _, err := inf.AddEventHandler(late); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the initial adds", func() bool { return early.len() == 3 && late.len() == 3 })
+	mustUpdate(t, s, newWidget("w-1", "b"))
+	mustCreate(t, s, newWidget("w-4", "a"))
+	mustDelete(t, s, "w-2")
+	eventually(t, "the live changes", func() bool { return early.len() == 6 && late.len() == 6 })
+	forceRelist(t, s, func() {
+		mustUpdate(t, s, newWidget("w-3", "b"))
+		mustDelete(t, s, "w-4")
+	})
+	// The relist: w-1 and w-3 updated (reuse off), w-4 deleted.
+	eventually(t, "the relist", func() bool { return early.len() == 9 && late.len() == 9 })
+	for name, rec := range map[string]*recorder{"early": early, "late": late} {
+		for _, c := range rec.snapshot() {
+			for what, o := range map[string]any{"object": c.obj, "old object": c.old} {
+				if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+					o = tomb.Obj
+				}
+				if o == nil {
+					continue
+				}
+				if k := o.(runtime.Object).GetObjectKind().GroupVersionKind(); k != gvk {
+					t.Errorf("%s handler: %s %s (initial %v, tombstone %v): the %s has kind %v, want %v", name, c.op, c.key, c.initial, c.tombstone, what, k, gvk)
+				}
+			}
+		}
 	}
 }
