@@ -32,7 +32,10 @@ import (
 // once and shared by all handlers; a relist's or resync's are decoded as
 // each handler is called, so handler queues never hold decoded copies of
 // the store. A delete's object is the one the watch delivered. Objects the
-// codec refuses are kept decoded and counted (the store's CodecStats).
+// codec refuses (typed custom resources: they have no protobuf) are kept
+// decoded and counted (the store's CodecStats); reads get copies of them,
+// but handlers are handed the stored object, as client-go's are, so a
+// handler must not write into it (and no mutation detector watches it).
 //
 // With NewCacheWith, it also makes controller-runtime skip its DeepCopy on
 // reads (DefaultUnsafeDisableDeepCopy), unless the cache options set it,

@@ -382,3 +382,35 @@ func TestReadKindReachesHandlersOfRefusedObjects(t *testing.T) {
 		}
 	}
 }
+
+// A handler is handed an object the codec refused as the store holds it
+// (as client-go's handlers are handed its stored objects), not a copy:
+// a handler writing into it changes what later reads copy. Reads of such
+// objects are copies (TestReadKindFillsCopiesOfRefusedObjects). The cache
+// mutation detector is not fed for them either.
+func TestHandlersShareRefusedObjectsWithTheStore(t *testing.T) {
+	s := fake.NewServer(&widgetList{})
+	t.Cleanup(s.Close)
+	mustCreate(t, s, &widget{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "w", Labels: map[string]string{"app": "a"}}})
+	inf := NewSharedIndexInformerWithOptions(s.ListerWatcher(), &widget{},
+		toolscache.SharedIndexInformerOptions{}, WithBackoff(fastBackoff), WithEncodedStore())
+	written := make(chan struct{})
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		obj.(*widget).Labels["app"] = "written by the handler"
+		close(written)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	<-written
+	if stats := inf.indexer.CodecStats(); stats.Unencoded != 1 {
+		t.Fatalf("CodecStats %+v: the widget was not refused, the test tests nothing", stats)
+	}
+	got, _, err := inf.GetStore().GetByKey(key("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app := got.(*widget).Labels["app"]; app != "written by the handler" {
+		t.Fatalf("a read after the handler wrote into its object has app=%q: handlers get copies of refused objects", app)
+	}
+}
