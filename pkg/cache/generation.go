@@ -168,7 +168,15 @@ func (idx index) update(ix namedIndexer, i int, key string, oldObj any, newValue
 	for _, v := range oldValues {
 		idx.removeKey(v, key)
 	}
-	idx.insert(key, newValues)
+	if _, exact := oldObj.(*encoded); oldObj == nil || exact {
+		idx.insert(key, newValues)
+		return
+	}
+	// The values the function gives for the stored object now need not be
+	// those it was indexed under: a caller may have written into it (or
+	// the function reads outside state). client-go's sets absorb that; the
+	// key must not end up twice in a set here either.
+	idx.insertAbsent(key, newValues)
 }
 
 // insert adds key, which is in none of the index's sets, to those of
@@ -180,6 +188,26 @@ func (idx index) insert(key string, values []string) {
 		if !slices.Contains(values[:i], v) {
 			idx.addKey(v, key)
 		}
+	}
+}
+
+// insertAbsent adds key to the sets of values that do not hold it yet.
+func (idx index) insertAbsent(key string, values []string) {
+	for i, v := range values {
+		if slices.Contains(values[:i], v) {
+			continue
+		}
+		set, ok := idx[v]
+		if !ok {
+			idx.addKey(v, key)
+			continue
+		}
+		if set.has(key) {
+			idx[v] = set // has may have made it a map
+			continue
+		}
+		set.add(key)
+		idx[v] = set
 	}
 }
 
@@ -218,8 +246,10 @@ const maxFewKeys = 16
 // label, a node name) are shared by few objects, so a set is a slice, 16
 // bytes a key where a map costs three times that: callers never add a key
 // twice (update removes a key from all of an index's sets before adding it
-// to its new ones). A large set becomes a map the first time a key must be
-// found in it, to be removed.
+// to its new ones, and, for a plain object, whose values may have changed
+// since it was indexed, adds it only where it is not yet). A large set
+// becomes a map the first time a key must be found in it, to be removed
+// or checked for.
 type keySet struct {
 	keys []string            // the keys while many is nil
 	many map[string]struct{} // the keys once a large set lost one
@@ -234,7 +264,8 @@ func (s *keySet) add(key string) {
 	s.keys = append(s.keys, key)
 }
 
-func (s *keySet) remove(key string) {
+// searchable makes a large set a map, before a key is searched in it.
+func (s *keySet) searchable() {
 	if s.many == nil && len(s.keys) > maxFewKeys {
 		s.many = make(map[string]struct{}, len(s.keys))
 		for _, k := range s.keys {
@@ -242,6 +273,20 @@ func (s *keySet) remove(key string) {
 		}
 		s.keys = nil
 	}
+}
+
+// has reports whether key is in the set; a large set becomes a map.
+func (s *keySet) has(key string) bool {
+	s.searchable()
+	if s.many != nil {
+		_, ok := s.many[key]
+		return ok
+	}
+	return slices.Contains(s.keys, key)
+}
+
+func (s *keySet) remove(key string) {
+	s.searchable()
 	if s.many != nil {
 		delete(s.many, key)
 		return
