@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -25,9 +26,16 @@ func sortedIndexers(indexers toolscache.Indexers) []namedIndexer {
 	return out
 }
 
+// errNilIndexFunc is why a nil index function cannot index an object.
+var errNilIndexFunc = errors.New("the index function is nil")
+
 // values returns the indexed values of obj, panicking on an error as
-// client-go does: a store cannot keep an object it cannot index.
+// client-go does: a store cannot keep an object it cannot index. A nil
+// function panics too (client-go's calls it), naming the index.
 func (ix namedIndexer) values(key string, obj any) []string {
+	if ix.fn == nil {
+		panic(fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, ix.name, errNilIndexFunc))
+	}
 	values, err := ix.fn(obj)
 	if err != nil {
 		panic(fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, ix.name, err))

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgofeatures "k8s.io/client-go/features"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/leaninformer/leaninformer/pkg/codec"
 )
 
 func TestMain(m *testing.M) {
@@ -610,6 +612,37 @@ func TestCallerWritesIntoAStoredObject(t *testing.T) {
 				h.add(obj("a", "0", "u-a0", "5", labels("color", "red", "tags", "y")))
 				h.check()
 			})
+		}
+	}
+}
+
+// TestNilIndexFuncPanicNamesTheIndex: a nil IndexFunc (an unset variable in
+// an Indexers literal) panics on the first object to index, as client-go's
+// does, but with a message naming the index and the key rather than a nil
+// pointer dereference; AddIndexers leaves the store as it was.
+func TestNilIndexFuncPanicNamesTheIndex(t *testing.T) {
+	o := obj("a", "x", "", "1", nil)
+	for _, enc := range []bool{false, true} {
+		var opts []Option
+		if enc {
+			opts = append(opts, WithCodec(codec.New()))
+		}
+		c := NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{"byOwner": nil}, opts...)
+		want := `unable to calculate an index entry for key "a/x" on index "byOwner": the index function is nil`
+		if got := panicMessage(func() { _ = c.Add(o) }); got != want {
+			t.Errorf("encoded %v: Add panicked with %q, want %q", enc, got, want)
+		}
+
+		c = NewIndexer(toolscache.MetaNamespaceKeyFunc, nil, opts...)
+		if err := c.Add(o); err != nil {
+			t.Fatal(err)
+		}
+		want = `unable to calculate an index entry for key "a/x" on index "late": the index function is nil`
+		if got := panicMessage(func() { _ = c.AddIndexers(toolscache.Indexers{"late": nil}) }); got != want {
+			t.Errorf("encoded %v: AddIndexers panicked with %q, want %q", enc, got, want)
+		}
+		if n := len(c.GetIndexers()); n != 0 {
+			t.Errorf("encoded %v: after the panic the store has %d indexers, want 0", enc, n)
 		}
 	}
 }
