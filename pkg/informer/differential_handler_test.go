@@ -1,9 +1,14 @@
 package informer
 
 import (
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // Issue 15, item 6: a handler that panics on an object of the initial list,
@@ -59,5 +64,56 @@ func TestDifferentialHandlerPanicsOnInitialList(t *testing.T) {
 	}
 	if !ourReg.HasSynced() {
 		t.Fatal("our registration no longer reports HasSynced")
+	}
+}
+
+// A handler that panics, with utilruntime.ReallyCrash as it is by default:
+// the panic is logged (utilruntime.HandleCrash) and ends the process, with
+// either informer, whether the handler was added before Run (its initial
+// list) or after (a live event). Each informer runs in a child process of
+// this test binary.
+func TestDifferentialHandlerPanicCrashesByDefault(t *testing.T) {
+	if which := os.Getenv("LEANINFORMER_PANICKING_HANDLER_CHILD"); which != "" {
+		if !utilruntime.ReallyCrash {
+			t.Fatal("utilruntime.ReallyCrash is off: this test needs the default")
+		}
+		kind, late := strings.CutSuffix(which, "-late")
+		s := newServer(t, 3)
+		var inf toolscache.SharedIndexInformer = newInformer(s, 0)
+		if kind == "client-go" {
+			inf = newClientGoInformer(s)
+		}
+		rec := newRecorder()
+		rec.onCall = func(c call) {
+			if c.key == key("cm-0001") || c.key == key("boom") {
+				panic("handler bug")
+			}
+		}
+		if !late {
+			if _, err := inf.AddEventHandler(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, inf)
+		waitSynced(t, inf)
+		if late {
+			if _, err := inf.AddEventHandler(rec); err != nil {
+				t.Fatal(err)
+			}
+			mustCreate(t, s, configMap("boom"))
+		}
+		time.Sleep(20 * time.Second) // the panic ends the process first
+		t.Fatal("no crash")
+	}
+	for _, which := range []string{"ours", "client-go", "ours-late", "client-go-late"} {
+		t.Run(which, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestDifferentialHandlerPanicCrashesByDefault$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "LEANINFORMER_PANICKING_HANDLER_CHILD="+which)
+			out, err := cmd.CombinedOutput()
+			if err == nil || strings.Contains(string(out), "no crash") ||
+				!strings.Contains(string(out), "Observed a panic") || !strings.Contains(string(out), "panic: handler bug") {
+				t.Fatalf("the child running %s's informer exited with %v, want a crash on the handler's panic, logged; output:\n%s", which, err, out)
+			}
+		})
 	}
 }
