@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
 // Issue 15, item 6: a handler that panics on an object of the initial list,
@@ -115,5 +118,47 @@ func TestDifferentialHandlerPanicCrashesByDefault(t *testing.T) {
 				t.Fatalf("the child running %s's informer exited with %v, want a crash on the handler's panic, logged; output:\n%s", which, err, out)
 			}
 		})
+	}
+}
+
+// What a caller sees of an informer's life, before Run, after a Run whose
+// context had already ended, and of its registrations: the same with both
+// informers, error texts included, and the handler's Logger gets the
+// warnings about its resync period.
+func TestDifferentialLifecycle(t *testing.T) {
+	s := newServer(t, 2)
+	transcript := func(inf toolscache.SharedIndexInformer) []string {
+		var out []string
+		note := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+		buf := &logBuffer{}
+		logger := buf.logger()
+		reg, err := inf.AddEventHandlerWithOptions(toolscache.ResourceEventHandlerFuncs{}, toolscache.HandlerOptions{Logger: &logger, ResyncPeriod: ptr.To(10 * time.Millisecond)})
+		note("add before Run: %v", err)
+		note("before Run: rv=%q synced=%v registration synced=%v stopped=%v", inf.LastSyncResourceVersion(), inf.HasSynced(), reg.HasSynced(), inf.IsStopped())
+		for _, msg := range []string{"resync period is too small", "doesn't support resyncing"} {
+			note("handler's logger has %q: %v", msg, buf.contains(msg))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		inf.RunWithContext(ctx)
+		note("after Run: rv=%q synced=%v registration synced=%v stopped=%v", inf.LastSyncResourceVersion(), inf.HasSynced(), reg.HasSynced(), inf.IsStopped())
+		note("remove after stop: %v", inf.RemoveEventHandler(reg))
+		select {
+		case <-reg.(interface{ ShutdownChan() <-chan struct{} }).ShutdownChan():
+			note("shutdown channel closed")
+		case <-time.After(5 * time.Second):
+			note("shutdown channel open")
+		}
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{})
+		note("add after stop: %v", err)
+		note("AddIndexers after stop: %v", inf.AddIndexers(toolscache.Indexers{"x": toolscache.MetaNamespaceIndexFunc}))
+		note("SetTransform after stop: %v", inf.SetTransform(nil))
+		note("SetWatchErrorHandler after stop: %v", inf.SetWatchErrorHandler(nil))
+		note("SetWatchErrorHandlerWithContext after stop: %v", inf.SetWatchErrorHandlerWithContext(nil))
+		return out
+	}
+	ours, theirs := transcript(newInformer(s, 0)), transcript(newClientGoInformer(s))
+	if strings.Join(ours, "\n") != strings.Join(theirs, "\n") {
+		t.Fatalf("ours:\n%s\n\nclient-go's:\n%s", strings.Join(ours, "\n"), strings.Join(theirs, "\n"))
 	}
 }
