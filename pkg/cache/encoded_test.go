@@ -632,18 +632,25 @@ func TestIndexFuncOfOutsideState(t *testing.T) {
 		{"plain", func() toolscache.Indexer { return NewIndexer(kf, indexers) }, true},
 		{"encoded", func() toolscache.Indexer { return NewIndexer(kf, indexers, WithCodec(codec.New())) }, false},
 	}
+	// addThenDeleteAsBlue stores an object indexed under "red", then deletes
+	// it while the index function answers "blue".
+	addThenDeleteAsBlue := func(t *testing.T, c toolscache.Indexer) *pom {
+		t.Helper()
+		team.Store("red")
+		o := obj("a", "x", canonicalUID(0), "5", nil)
+		if err := c.Add(o); err != nil {
+			t.Fatal(err)
+		}
+		team.Store("blue")
+		if err := c.Delete(o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
 	for _, s := range stores {
 		t.Run(s.name+"/delete", func(t *testing.T) {
-			team.Store("red")
 			c := s.store()
-			o := obj("a", "x", canonicalUID(0), "5", nil)
-			if err := c.Add(o); err != nil {
-				t.Fatal(err)
-			}
-			team.Store("blue")
-			if err := c.Delete(o); err != nil {
-				t.Fatal(err)
-			}
+			addThenDeleteAsBlue(t, c)
 			got, err := c.ByIndex("team", "red")
 			if err != nil {
 				t.Fatal(err)
@@ -661,16 +668,8 @@ func TestIndexFuncOfOutsideState(t *testing.T) {
 	// built beside the live generation.
 	for _, s := range stores {
 		t.Run(s.name+"/add again", func(t *testing.T) {
-			team.Store("red")
 			c := s.store()
-			o := obj("a", "x", canonicalUID(0), "5", nil)
-			if err := c.Add(o); err != nil {
-				t.Fatal(err)
-			}
-			team.Store("blue")
-			if err := c.Delete(o); err != nil {
-				t.Fatal(err)
-			}
+			o := addThenDeleteAsBlue(t, c)
 			team.Store("red")
 			if err := c.Add(o); err != nil {
 				t.Fatal(err)

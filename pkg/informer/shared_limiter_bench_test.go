@@ -1,17 +1,11 @@
 package informer
 
 import (
-	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/leaninformer/leaninformer/internal/benchsize"
@@ -76,14 +70,16 @@ func sharedLimiterRun(b *testing.B, v variant, servers []*fake.Server, n int, sh
 		return flowcontrol.NewTokenBucketRateLimiter(rest.DefaultQPS, rest.DefaultBurst)
 	}
 	limiter := newLimiter()
-	var lists atomic.Int64
+	lws := make([]*measuringLW, len(servers))
 	counters := make([]*counter, len(servers))
 	start := time.Now()
 	for i, s := range servers {
 		if !shared {
 			limiter = newLimiter()
 		}
-		inf := v.build(&sharedLimitLW{ListerWatcher: s.ListerWatcher(), limiter: limiter, lists: &lists})
+		lws[i] = newMeasuringLW(s.ListerWatcher(), false)
+		lws[i].limiter = limiter // before the informer runs: one bucket for all, or one each
+		inf := v.build(lws[i])
 		counters[i] = &counter{}
 		if _, err := inf.AddEventHandler(counters[i]); err != nil {
 			b.Fatal(err)
@@ -96,39 +92,10 @@ func sharedLimiterRun(b *testing.B, v variant, servers []*fake.Server, n int, sh
 			b.Fatal("no sync within 5 minutes")
 		}
 	}
-	return time.Since(start), lists.Load()
-}
-
-// sharedLimitLW passes a fake server's ListerWatcher through a limiter it
-// shares with others, as every typed client of one clientset does, and
-// counts LISTs.
-type sharedLimitLW struct {
-	*fake.ListerWatcher
-	limiter flowcontrol.RateLimiter
-	lists   *atomic.Int64
-}
-
-func (l *sharedLimitLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	if err := l.limiter.Wait(ctx); err != nil {
-		return nil, err
+	took := time.Since(start)
+	var lists uint64
+	for _, lw := range lws {
+		lists += lw.lists.Load()
 	}
-	l.lists.Add(1)
-	return l.ListerWatcher.ListWithContext(ctx, opts)
+	return took, int64(lists)
 }
-
-func (l *sharedLimitLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	if err := l.limiter.Wait(ctx); err != nil {
-		return nil, err
-	}
-	return l.ListerWatcher.WatchWithContext(ctx, opts)
-}
-
-func (l *sharedLimitLW) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return l.ListWithContext(context.Background(), opts)
-}
-
-func (l *sharedLimitLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return l.WatchWithContext(context.Background(), opts)
-}
-
-var _ toolscache.ListerWatcherWithContext = &sharedLimitLW{}

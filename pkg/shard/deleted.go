@@ -227,15 +227,6 @@ func (d *deletedKeys) settle(k *deletedKey, here bool) {
 	d.expireLocked(k.at)
 }
 
-// inRange returns the names of the recorded deletions, pending or
-// released, whose key value hashes into r.
-func (d *deletedKeys) inRange(r Range) []types.NamespacedName {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	names, _ := d.inRangeLocked(r, false)
-	return names
-}
-
 // replay returns the names of the recorded deletions whose key value
 // hashes into r, which the member now serves, and makes the released ones
 // pending again: their requests are this replica's to settle, and may be

@@ -552,3 +552,13 @@ func TestObjectKeyRecordsWhatLeftTheRangeAsReleased(t *testing.T) {
 		t.Errorf("%d pending and %d released records, want 1 and %d", pending, released, MaxDeletedKeys)
 	}
 }
+
+// inRange returns the names of the recorded deletions, pending or
+// released, whose key value hashes into r, as replay does, without
+// making any pending again.
+func (d *deletedKeys) inRange(r Range) []types.NamespacedName {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	names, _ := d.inRangeLocked(r, false)
+	return names
+}

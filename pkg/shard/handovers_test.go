@@ -119,6 +119,21 @@ func crashablePair(t *testing.T) (a, b *Member, cut *atomic.Bool) {
 	return a, b, cut
 }
 
+// startWithHandovers runs r behind m's Reconciler with key, in a mini
+// controller that has the source the README tells a controller of an
+// unsharded primary to add: Handovers of the ConfigMaps in reader.
+func startWithHandovers(t *testing.T, m *Member, reader client.Reader, key KeyFunc, r reconcile.Func) *miniController {
+	t.Helper()
+	ctl := startMiniController(Reconciler(m, key, r))
+	t.Cleanup(ctl.stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // before ctl.stop: cleanups run last first
+	if err := Handovers(m, reader, &corev1.ConfigMapList{}, key).Start(ctx, ctl.queue); err != nil {
+		t.Fatal(err)
+	}
+	return ctl
+}
+
 // uidServedBy returns a UID whose hash m serves.
 func uidServedBy(m *Member) string {
 	for i := 0; ; i++ {
@@ -145,7 +160,7 @@ func TestUnshardedPrimaryUpdateDuringHandoverIsReconciled(t *testing.T) {
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
 	var reconciledV2 atomic.Bool
 	key := ObjectKey(a, reader, &corev1.ConfigMap{})
-	ctl := startMiniController(Reconciler(a, key, reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctl := startWithHandovers(t, a, reader, key, func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		var got corev1.ConfigMap
 		if err := reader.Get(ctx, req.NamespacedName, &got); err != nil {
 			return reconcile.Result{}, err
@@ -154,14 +169,7 @@ func TestUnshardedPrimaryUpdateDuringHandoverIsReconciled(t *testing.T) {
 			reconciledV2.Store(true)
 		}
 		return reconcile.Result{}, nil
-	})))
-	defer ctl.stop()
-	// The source the README tells such controllers to add.
-	srcCtx, stopSrc := context.WithCancel(context.Background())
-	defer stopSrc()
-	if err := Handovers(a, reader, &corev1.ConfigMapList{}, key).Start(srcCtx, ctl.queue); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	// b crashes; the object is updated, and the event reaches a while b's
 	// Lease is still live: a is not assigned the object's hash, and drops it.
@@ -197,18 +205,12 @@ func TestUnshardedPrimaryDeletionDuringHandoverIsReconciled(t *testing.T) {
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
 	var notFound atomic.Int64
 	key := ObjectKey(a, reader, &corev1.ConfigMap{})
-	ctl := startMiniController(Reconciler(a, key, reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctl := startWithHandovers(t, a, reader, key, func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		if err := reader.Get(ctx, req.NamespacedName, &corev1.ConfigMap{}); apierrors.IsNotFound(err) {
 			notFound.Add(1) // the clean-up of a deleted object
 		}
 		return reconcile.Result{}, nil
-	})))
-	defer ctl.stop()
-	srcCtx, stopSrc := context.WithCancel(context.Background())
-	defer stopSrc()
-	if err := Handovers(a, reader, &corev1.ConfigMapList{}, key).Start(srcCtx, ctl.queue); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	// b crashes; the object is deleted while b's Lease is still live: a
 	// drops the request, b never reconciles it.
