@@ -44,7 +44,7 @@ func usageFactory(ctx context.Context, cfg *rest.Config, client kubernetes.Inter
 		own := kubernetes.NewForConfigOrDie(rest.CopyConfig(cfg)) // a rate limiter of its own: see below
 		lw := cache.NewListWatchFromClient(own.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll, fields.Everything())
 		return informer.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, resync,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}) // listers need the namespace index
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}) // without it, namespaced lists scan every object
 	})
 	lister := factory.Core().V1().ConfigMaps().Lister() // backed by leaninformer's indexer
 	factory.Start(ctx.Done())
