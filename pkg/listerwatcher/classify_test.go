@@ -278,3 +278,42 @@ func TestDecisionString(t *testing.T) {
 		t.Errorf("Action(99).String() = %q", got)
 	}
 }
+
+// "Too large resource version" as API servers have said it: since 1.18.6 by
+// a cause of its type; 1.17.0 to 1.18.5 by a 504 with a cause carrying only
+// the message; before 1.17 by a 504's message alone. client-go's reflector
+// (isTooLargeResourceVersionError) takes each of the three for one, and
+// nothing else: a first page read at the last rv then lists again from ""
+// at once.
+func TestTooLargeResourceVersionAsEveryServerSaidIt(t *testing.T) {
+	timeout := func(message string, causes ...metav1.StatusCause) error {
+		err := apierrors.NewTimeoutError(message, 1)
+		err.ErrStatus.Details.Causes = causes
+		return err
+	}
+	firstFromRV := listing{attempt: attempt{from: "5"}, opts: metav1.ListOptions{Limit: 500, ResourceVersion: "5", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"1.18.6 and later: a cause of its type", fake.TooLargeResourceVersion(10, 5), true},
+		{"the cause's type alone, on another status", &apierrors.StatusError{ErrStatus: metav1.Status{Code: 500, Details: &metav1.StatusDetails{
+			Causes: []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge}}}}}, true},
+		{"1.17.0 to 1.18.5: a 504 with a cause carrying the message", timeout("request did not complete", metav1.StatusCause{Message: "Too large resource version"}), true},
+		{"before 1.17: a 504 whose message says it", timeout("Too large resource version: 10, current: 5"), true},
+		{"wrapped", fmt.Errorf("list: %w", timeout("request did not complete", metav1.StatusCause{Message: "Too large resource version"})), true},
+		{"a 504 with another cause", timeout("request did not complete", metav1.StatusCause{Message: "etcd is slow"}), false},
+		{"a 504 without causes", timeout("request did not complete"), false},
+		{"a 500 with the cause's message", &apierrors.StatusError{ErrStatus: metav1.Status{Code: 500, Reason: metav1.StatusReasonInternalError,
+			Message: "Too large resource version", Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: "Too large resource version"}}}}}, false},
+	} {
+		if got := isTooLarge(tc.err); got != tc.want {
+			t.Errorf("%s: isTooLarge(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+		d := classify(OpList, firstFromRV, tc.err, true)
+		if got := d.Next == RelistFromNewest && d.Cause == CauseTooLargeResourceVersion; got != tc.want {
+			t.Errorf("%s: a first page at the last rv answering it: %v (cause %v), want relist from \"\" at once: %v", tc.name, d, d.Cause, tc.want)
+		}
+	}
+}

@@ -102,15 +102,31 @@ func (e unreadable) Unwrap() error { return e.error }
 // Servers before 1.18 answered Gone rather than Expired.
 func isExpired(err error) bool { return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) }
 
+// tooLargeResourceVersion is the text API servers before 1.18.6 said "too
+// large resource version" by.
+const tooLargeResourceVersion = "Too large resource version"
+
 // isTooLarge reports a resourceVersion newer than the server has seen (a
-// server behind its peers). Servers before 1.18.6 only said so in the text.
+// server behind its peers). Servers since 1.18.6 say so by a cause of its
+// type; 1.17.0 to 1.18.5 by a 504 with a cause carrying only the text;
+// older ones by a 504's message. client-go's reflector takes all three.
 func isTooLarge(err error) bool {
 	if apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
 		return true
 	}
 	var status apierrors.APIStatus
-	return apierrors.IsTimeout(err) && errors.As(err, &status) &&
-		strings.Contains(status.Status().Message, "Too large resource version")
+	if !apierrors.IsTimeout(err) || !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	if s.Details != nil {
+		for _, c := range s.Details.Causes {
+			if c.Message == tooLargeResourceVersion {
+				return true
+			}
+		}
+	}
+	return strings.Contains(s.Message, tooLargeResourceVersion)
 }
 
 // isUnavailable reports an error that a request from "" avoids.
