@@ -217,7 +217,7 @@ var rules = []rule{
 	// the change it stood for (client-go drops it with an error); a
 	// consistent LIST has it. An end bookmark without a resourceVersion
 	// leaves nothing to watch from but "" (client-go takes it).
-	{"streaming", OpStream, "the stream sends an object of another type or kind", unexpectedObject,
+	{"streaming", OpStream, "the stream sends an object of another type or kind, or a Table (as=Table)", unexpectedObject,
 		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}},
 	{"streaming", OpStream, "the stream's end bookmark has no resourceVersion", bookmarkWithoutRV,
 		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 0}},
@@ -252,7 +252,7 @@ var rules = []rule{
 	// (client-go applies it): the stream cannot be trusted, a LIST can.
 	{"watching", OpStream, "the watch sends an event the client cannot decode (client-go's 500 ERROR event with cause ClientWatchDecoding)", undecodableEvent,
 		Decision{Next: ResumeWatch, Backoff: true, Verbosity: 0}},
-	{"watching", OpStream, "the watch sends an object of another type or kind", unexpectedObject,
+	{"watching", OpStream, "the watch sends an object of another type or kind, or a Table (as=Table)", unexpectedObject,
 		Decision{Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}},
 	{"watching", OpStream, "the watch sends a bookmark without a resourceVersion", bookmarkWithoutRV,
 		Decision{Next: ResumeWatch, Backoff: true, Verbosity: 0}},

@@ -33,8 +33,11 @@ var (
 	// ErrStreamEnded means the stream closed before its end bookmark.
 	ErrStreamEnded = errors.New("the stream of initial events ended before its end bookmark")
 	// ErrUnexpectedObject means a watch event carried an object of another
-	// type or kind than WithExpectedType or WithExpectedGVK. Dropping it would
-	// lose the change it stood for, so the watcher relists instead.
+	// type or kind than WithExpectedType or WithExpectedGVK, or a Table (the
+	// ListerWatcher asks for as=Table), whatever they say. Dropping it would
+	// lose the change it stood for, so the watcher relists instead. A LIST
+	// answered by a Table fails with it too, as client-go's reflector
+	// refuses one.
 	ErrUnexpectedObject = errors.New("the watch sent an object of an unexpected type or kind")
 	// ErrBookmarkWithoutResourceVersion means a BOOKMARK event had no
 	// resourceVersion: it says nothing, and taking it would make the next

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -496,6 +497,18 @@ func TestObjectOfAnotherTypeRelists(t *testing.T) {
 	if start.Reason != Error || len(names) != 3 || done.ResourceVersion != rv {
 		t.Errorf("restart %v of %v at %q, want Error of the 3 objects at %q", start.Reason, names, done.ResourceVersion, rv)
 	}
+}
+
+// A Table (a ListerWatcher asking for as=Table) is an object of another kind
+// even to a watcher that expects no type or kind (a stream's initial events
+// go through the same check): client-go's reflector never stores one either.
+func TestTableIsAnObjectOfAnotherKind(t *testing.T) {
+	h, srv := live(t, WithExpectedType(nil))
+	srv.SendWatchEvent(watch.Event{Type: watch.Added, Object: &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "meta.k8s.io/v1beta1", "kind": "Table",
+		"metadata": map[string]any{"resourceVersion": "99"},
+	}}})
+	h.expectErr(isErr(ErrUnexpectedObject))
 }
 
 func TestBackoffGrowsToCapAndResetsAfterHealth(t *testing.T) {

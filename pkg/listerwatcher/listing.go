@@ -7,7 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // list sends p's LIST request and hands the page on. It returns the
@@ -80,6 +82,9 @@ func extract(list runtime.Object) (items []runtime.Object, rv, next string, rema
 	if list == nil {
 		return nil, "", "", nil, errors.New("the ListerWatcher returned no list and no error")
 	}
+	if gvk, ok := asTable(list); ok {
+		return nil, "", "", nil, fmt.Errorf("%w: %v (does the ListerWatcher ask for as=Table?)", ErrUnexpectedObject, gvk)
+	}
 	lm, err := meta.ListAccessor(list)
 	if err != nil {
 		return nil, "", "", nil, err
@@ -89,4 +94,18 @@ func extract(list runtime.Object) (items []runtime.Object, rv, next string, rema
 		return nil, "", "", nil, err
 	}
 	return items, lm.GetResourceVersion(), lm.GetContinue(), lm.GetRemainingItemCount(), nil
+}
+
+// asTable reports an answer in Table form (a request with as=Table), as a
+// dynamic client decodes it: an unstructured object, or a list without
+// items, of kind Table in meta.k8s.io/v1 or v1beta1. client-go's reflector
+// refuses a LIST answered so and drops such a watch event.
+func asTable(obj runtime.Object) (schema.GroupVersionKind, bool) {
+	switch obj.(type) {
+	case *unstructured.Unstructured, *unstructured.UnstructuredList:
+	default:
+		return schema.GroupVersionKind{}, false
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	return gvk, gvk.Group == metav1.GroupName && gvk.Kind == "Table" && (gvk.Version == "v1" || gvk.Version == "v1beta1")
 }

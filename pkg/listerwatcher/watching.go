@@ -199,8 +199,11 @@ func (m *machine) watchTimeout() *int64 {
 }
 
 // unexpected returns an ErrUnexpectedObject error for an object of another
-// type or kind than the expected one, nil for any other.
+// type or kind than the expected one, or for a Table, nil for any other.
 func (m *machine) unexpected(obj runtime.Object) error {
+	if gvk, ok := asTable(obj); ok {
+		return fmt.Errorf("%w: %v (does the ListerWatcher ask for as=Table?)", ErrUnexpectedObject, gvk)
+	}
 	if m.expectedType != nil && reflect.TypeOf(obj) != m.expectedType {
 		return fmt.Errorf("%w: %v%s, want %v", ErrUnexpectedObject, reflect.TypeOf(obj), objectName(obj), m.expectedType)
 	}
