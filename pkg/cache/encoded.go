@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/leaninformer/leaninformer/pkg/intern"
 )
@@ -332,12 +333,67 @@ func (c *Indexer) Decode(stored any) (any, error) {
 	if !ok {
 		return stored, nil
 	}
-	obj, err := c.codec.Decode(e.data)
+	obj, err := c.decodeEntry(e)
 	if err != nil {
-		c.counters.decodeFailures.Add(1)
 		return nil, fmt.Errorf("decoding a stored object: %w", err)
 	}
 	return obj, nil
+}
+
+// decodeEntry decodes e, counting a failure; its error is the codec's.
+func (c *Indexer) decodeEntry(e *encoded) (any, error) {
+	obj, err := c.codec.Decode(e.data)
+	if err != nil {
+		c.counters.decodeFailures.Add(1)
+		return nil, err
+	}
+	return obj, nil
+}
+
+// undecodable is a read's failure to decode the entry e: the codec's
+// error.
+type undecodable struct {
+	e   *encoded
+	err error
+}
+
+func (u *undecodable) Error() string { return "decoding a stored object: " + u.err.Error() }
+
+func (u *undecodable) Unwrap() error { return u.err }
+
+// undecodableUnder names the object that could not be decoded by its key.
+func undecodableUnder(key string, err error) error {
+	return fmt.Errorf("decoding the object stored under %q: %w", key, err)
+}
+
+// reportUndecodable reports the objects a list read left out because they
+// could not be decoded, each by its key. Entries do not hold their keys:
+// they are found by one pass over the live generation, which only a broken
+// codec ever costs.
+func (c *Indexer) reportUndecodable(failed []undecodable) {
+	if len(failed) == 0 {
+		return
+	}
+	keys := make(map[*encoded]string, len(failed))
+	for _, f := range failed {
+		keys[f.e] = ""
+	}
+	c.mu.RLock()
+	for key, stored := range c.live.items {
+		if e, ok := stored.(*encoded); ok {
+			if _, wanted := keys[e]; wanted {
+				keys[e] = key
+			}
+		}
+	}
+	c.mu.RUnlock()
+	for _, f := range failed {
+		err := fmt.Errorf("decoding an object no longer stored: %w", f.err)
+		if key := keys[f.e]; key != "" {
+			err = undecodableUnder(key, f.err)
+		}
+		utilruntime.HandleError(fmt.Errorf("leaving an object out of a store read: %w", err))
+	}
 }
 
 // ListStored returns every value of the live generation as the store
@@ -369,13 +425,17 @@ func IsEncoded(stored any) bool {
 // readable returns what a read hands out for a stored value: the object
 // itself without a codec; with one, a fresh decode, or a DeepCopy of an
 // object the codec refused, so that no caller can change the store through
-// what it read.
-func (c *Indexer) readable(stored any) (any, error) {
+// what it read. Only a decode fails.
+func (c *Indexer) readable(stored any) (any, *undecodable) {
 	if c.codec == nil {
 		return stored, nil
 	}
-	if _, ok := stored.(*encoded); ok {
-		return c.Decode(stored)
+	if e, ok := stored.(*encoded); ok {
+		obj, err := c.decodeEntry(e)
+		if err != nil {
+			return nil, &undecodable{e: e, err: err}
+		}
+		return obj, nil
 	}
 	if o, ok := stored.(runtime.Object); ok {
 		if rc, ok := c.codec.(RefusedCopier); ok {

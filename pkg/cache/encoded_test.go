@@ -1,11 +1,14 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/leaninformer/leaninformer/internal/testobjects"
@@ -553,6 +557,66 @@ func TestDecodeFailuresAreReported(t *testing.T) {
 	}
 	if len(s.ListKeys()) != 1 {
 		t.Fatal("the store lost the object")
+	}
+}
+
+// TestDecodeFailuresNameTheKey checks that every read that cannot decode an
+// object says which: Get's error, and the report of each list read that
+// leaves it out.
+func TestDecodeFailuresNameTheKey(t *testing.T) {
+	var mu sync.Mutex
+	var reported []string
+	saved := utilruntime.ErrorHandlers
+	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = append(reported, err.Error())
+	}}
+	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+
+	s := NewIndexer(toolscache.MetaNamespaceKeyFunc, nsIndexers(), WithCodec(brokenCodec{codec.New()}))
+	for _, name := range []string{"a", "b"} {
+		if err := s.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.GetByKey("n/a"); err == nil || !strings.Contains(err.Error(), `"n/a"`) {
+		t.Errorf("GetByKey: %v, want an error naming \"n/a\"", err)
+	}
+	for read, call := range map[string]func(){
+		"List":    func() { s.List() },
+		"ByIndex": func() { _, _ = s.ByIndex(toolscache.NamespaceIndex, "n") },
+		"Index": func() {
+			_, _ = s.Index(toolscache.NamespaceIndex, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "n"}})
+		},
+		"ListByLabels": func() { _, _ = s.ListByLabels(LabelQuery{}) },
+	} {
+		mu.Lock()
+		reported = nil
+		mu.Unlock()
+		call()
+		mu.Lock()
+		got := slices.Clone(reported)
+		mu.Unlock()
+		slices.Sort(got)
+		if len(got) != 2 || !strings.Contains(got[0], `"n/a"`) || !strings.Contains(got[1], `"n/b"`) {
+			t.Errorf("%s reported %q, want one error naming \"n/a\" and one \"n/b\"", read, got)
+		}
+	}
+
+	// A codec that cannot read the labels from the encoding.
+	s = NewIndexer(toolscache.MetaNamespaceKeyFunc, nsIndexers(), WithCodec(brokenLabelCodec{codec.New()}))
+	if err := s.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	reported = nil
+	mu.Unlock()
+	_, _ = s.ListByLabels(LabelQuery{})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != 1 || !strings.Contains(reported[0], `"n/c"`) || !strings.Contains(reported[0], "reading its labels") {
+		t.Errorf("ListByLabels with labels it cannot read reported %q, want one error naming \"n/c\"", reported)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clientgofeatures "k8s.io/client-go/features"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -257,9 +256,9 @@ func (c *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 	if !exists {
 		return nil, false, nil
 	}
-	item, err = c.readable(item)
-	if err != nil {
-		return nil, true, err
+	item, failed := c.readable(item)
+	if failed != nil {
+		return nil, true, undecodableUnder(key, failed.err)
 	}
 	return item, true, nil
 }
@@ -573,22 +572,24 @@ func (c *Indexer) buildLiveIndices(b *indexBuild) ([]index, uint64) {
 }
 
 // readableList replaces each stored value of list by what a read hands out
-// (see readable). An object that cannot be decoded is left out and reported:
-// the store still holds it, and Get returns the error.
+// (see readable). An object that cannot be decoded is left out and reported
+// by its key: the store still holds it, and Get returns the error.
 func (c *Indexer) readableList(list []any) []any {
 	if c.codec == nil {
 		return list
 	}
 	n := 0
+	var failed []undecodable
 	for _, stored := range list {
-		obj, err := c.readable(stored)
-		if err != nil {
-			utilruntime.HandleError(fmt.Errorf("leaving an object out of a store read: %w", err))
+		obj, u := c.readable(stored)
+		if u != nil {
+			failed = append(failed, *u)
 			continue
 		}
 		list[n] = obj
 		n++
 	}
 	clear(list[n:])
+	c.reportUndecodable(failed)
 	return list[:n]
 }

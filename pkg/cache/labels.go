@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	klabels "k8s.io/apimachinery/pkg/labels" // package cache's tests have a func labels
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
 // LabelReader is an optional interface of a Codec that tells whether an
@@ -67,6 +66,7 @@ func (c *Indexer) ListByLabels(q LabelQuery) ([]any, error) {
 		sel = klabels.Everything()
 	}
 	m := c.labelMatcher(sel)
+	defer func() { c.reportUndecodable(m.failed) }()
 	n := 0
 	for _, stored := range candidates {
 		if q.Limit > 0 && n >= q.Limit {
@@ -85,15 +85,17 @@ func (c *Indexer) ListByLabels(q LabelQuery) ([]any, error) {
 	return candidates[:n], nil
 }
 
-// labelMatcher matches what the store holds against a selector.
+// labelMatcher matches what the store holds against a selector, and
+// collects the objects it could not decode for the caller to report.
 type labelMatcher struct {
 	c         *Indexer
 	sel       klabels.Selector
 	fromBytes func(data []byte) (bool, any, error) // nil: the codec is no LabelReader
+	failed    []undecodable
 }
 
-func (c *Indexer) labelMatcher(sel klabels.Selector) labelMatcher {
-	m := labelMatcher{c: c, sel: sel}
+func (c *Indexer) labelMatcher(sel klabels.Selector) *labelMatcher {
+	m := &labelMatcher{c: c, sel: sel}
 	if lr, ok := c.codec.(LabelReader); ok {
 		m.fromBytes = lr.MatchLabels(sel)
 	}
@@ -102,13 +104,13 @@ func (c *Indexer) labelMatcher(sel klabels.Selector) labelMatcher {
 
 // match reports whether stored matches and returns what a read hands out
 // for it (see readable). ok is false, and the error nil, for an object
-// that cannot be decoded, which is reported.
-func (m labelMatcher) match(stored any) (obj any, ok bool, err error) {
+// that cannot be decoded, which is collected in m.failed.
+func (m *labelMatcher) match(stored any) (obj any, ok bool, err error) {
 	if e, isEncoded := stored.(*encoded); isEncoded && m.fromBytes != nil {
 		matches, decoded, err := m.fromBytes(e.data)
 		if err != nil {
 			m.c.counters.decodeFailures.Add(1)
-			utilruntime.HandleError(fmt.Errorf("leaving an object out of a store read: reading its labels: %w", err))
+			m.failed = append(m.failed, undecodable{e: e, err: fmt.Errorf("reading its labels: %w", err)})
 			return nil, false, nil
 		}
 		if !matches {
@@ -136,17 +138,17 @@ func (m labelMatcher) match(stored any) (obj any, ok bool, err error) {
 }
 
 // readable is Indexer.readable, with an object that cannot be decoded
-// reported and left out.
-func (m labelMatcher) readable(stored any) (any, bool, error) {
-	obj, err := m.c.readable(stored)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("leaving an object out of a store read: %w", err))
+// collected and left out.
+func (m *labelMatcher) readable(stored any) (any, bool, error) {
+	obj, failed := m.c.readable(stored)
+	if failed != nil {
+		m.failed = append(m.failed, *failed)
 		return nil, false, nil
 	}
 	return obj, true, nil
 }
 
-func (m labelMatcher) matchObject(obj any) (bool, error) {
+func (m *labelMatcher) matchObject(obj any) (bool, error) {
 	a, err := meta.Accessor(obj)
 	if err != nil {
 		return false, fmt.Errorf("matching labels: %T has no metadata: %w", obj, err)

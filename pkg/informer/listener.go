@@ -223,7 +223,7 @@ func (d *delivery) deliver(n notification) {
 		if n.isInInitialList {
 			skip = ign.adds
 		}
-		for _, stored := range n.objects {
+		for i, stored := range n.objects {
 			if d.stopped() {
 				return
 			}
@@ -231,7 +231,15 @@ func (d *delivery) deliver(n notification) {
 				d.l.metrics.skipped()
 				continue
 			}
-			obj, ok := d.l.decode.decodeForHandler(stored, "a stored object")
+			what := "a stored object"
+			switch {
+			case i >= len(n.keys):
+			case n.isInInitialList:
+				what = "OnAdd of " + n.keys[i]
+			default:
+				what = "OnUpdate of " + n.keys[i]
+			}
+			obj, ok := d.l.decode.decodeForHandler(stored, what)
 			switch {
 			case !ok:
 				d.l.metrics.skipped()
