@@ -199,3 +199,32 @@ func TestDifferentialStoreMetricIgnoresDirectWrites(t *testing.T) {
 		t.Fatalf("our store resourceVersion gauge was set %d times by a direct Bookmark, want never", n)
 	}
 }
+
+// A caller that writes into an object the store holds breaks the store's
+// contract. client-go's relist replaces the object by the listed copy,
+// undoing the write; relist reuse keeps the stored object when the listed
+// one has its resourceVersion, write included (docs/compatibility.md, relist
+// reuse). Without reuse the relist undoes the write, as client-go's.
+func TestDifferentialRelistReuseKeepsACallersWrite(t *testing.T) {
+	s := newServer(t, 3)
+	informers := map[string]toolscache.SharedIndexInformer{
+		"ours, reuse":    newInformer(s, 0),
+		"ours, no reuse": newInformer(s, 0, WithRelistReuse(false)),
+		"client-go":      newClientGoInformer(s),
+	}
+	for _, inf := range informers {
+		run(t, inf)
+		waitSynced(t, inf)
+		obj, _, _ := inf.GetStore().GetByKey(key("cm-0000"))
+		obj.(*corev1.ConfigMap).Data["written"] = "by a caller" // into the stored object
+	}
+	forceRelist(t, s, func() { mustCreate(t, s, configMap("new")) })
+	for name, inf := range informers {
+		eventually(t, name+" to relist", func() bool { _, ok, _ := inf.GetStore().GetByKey(key("new")); return ok })
+		obj, _, _ := inf.GetStore().GetByKey(key("cm-0000"))
+		_, kept := obj.(*corev1.ConfigMap).Data["written"]
+		if want := name == "ours, reuse"; kept != want {
+			t.Errorf("%s: after the relist the caller's write is stored: %v, want %v", name, kept, want)
+		}
+	}
+}

@@ -208,7 +208,9 @@ func WithBackoff(b Backoff) Option {
 // an object whose key, UID and resourceVersion match the stored one is kept as
 // the stored object and the freshly decoded copy is dropped at once, so a
 // relist costs about one store instead of two. Handlers then get
-// OnUpdate(obj, obj) with the very same object, as for a resync.
+// OnUpdate(obj, obj) with the very same object, as for a resync. A write a
+// caller made into the stored object (against the store's contract) is kept
+// too, where client-go's relist stores the listed copy.
 func WithRelistReuse(enabled bool) Option {
 	return func(c *config) { c.relistReuse = enabled }
 }
