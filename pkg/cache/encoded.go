@@ -454,17 +454,33 @@ type RefusedCopier interface {
 	CopyRefused(obj runtime.Object) runtime.Object
 }
 
+// RefusedFinisher is a Codec that readies an object it refused before the
+// store keeps it as it is (gives it a kind, interns its strings, say).
+type RefusedFinisher interface {
+	// FinishRefused returns what the store keeps for obj, which Encode
+	// refused. owned: obj was handed over to the store (Upsert,
+	// AddToReplace), which may write into it; otherwise it is still the
+	// caller's (Add, Update, Replace, Transaction), which client-go's store
+	// leaves as it is: FinishRefused then works on a copy, or leaves obj
+	// alone.
+	FinishRefused(obj any, owned bool) any
+}
+
 // encode returns what the store keeps for obj: an entry with its encoding,
-// or obj itself without a codec or if the codec refuses it. The entry's
-// index values are left to the caller, which computes them holding the
-// lock that keeps the indexers still.
-func (c *Indexer) encode(obj any) any {
+// or, without a codec or if the codec refuses it, obj itself (or what a
+// RefusedFinisher makes of it; owned: obj is the store's to write into).
+// The entry's index values are left to the caller, which computes them
+// holding the lock that keeps the indexers still.
+func (c *Indexer) encode(obj any, owned bool) any {
 	if c.codec == nil || obj == nil {
 		return obj
 	}
 	data, err := c.codec.Encode(obj)
 	if err != nil {
 		c.counters.encodeFailures.Add(1)
+		if f, ok := c.codec.(RefusedFinisher); ok {
+			return f.FinishRefused(obj, owned)
+		}
 		return obj
 	}
 	return newEncoded(obj, data)

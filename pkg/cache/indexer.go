@@ -114,14 +114,22 @@ func resourceVersionOf(obj any) (rv string, ok bool) {
 // it replaced, so that a caller can notify an update without a second lookup.
 // Like Add and Update, it sets the store's resourceVersion to obj's. With a
 // codec, obj is encoded (outside the store's locks) and old is what the
-// store held, possibly an encoded entry: see Decode.
+// store held, possibly an encoded entry: see Decode. obj is handed over to
+// the store: an object the codec refuses is kept as it is, and a
+// RefusedFinisher may write into it first.
 func (c *Indexer) Upsert(obj any) (old any, existed bool, err error) {
+	return c.upsert(obj, true)
+}
+
+// upsert is Upsert; owned: obj is the store's to write into (see
+// RefusedFinisher).
+func (c *Indexer) upsert(obj any, owned bool) (old any, existed bool, err error) {
 	key, err := c.key(obj)
 	if err != nil {
 		return nil, false, err
 	}
 	rv, hasRV := resourceVersionOf(obj)
-	stored := c.encode(obj)
+	stored := c.encode(obj, owned)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.setIndexValues(key, obj, stored)
@@ -175,7 +183,7 @@ func (c *Indexer) Transaction(txns ...toolscache.Transaction) *toolscache.Transa
 		}
 		k := keyedTransaction{Transaction: txn, key: key}
 		if txn.Type == toolscache.TransactionTypeAdd || txn.Type == toolscache.TransactionTypeUpdate {
-			k.stored = c.encode(txn.Object) // outside the lock, as Upsert does
+			k.stored = c.encode(txn.Object, false) // outside the lock, as Upsert does
 		}
 		batch = append(batch, k)
 		applied = append(applied, i)
@@ -220,15 +228,17 @@ func (c *Indexer) apply(batch []keyedTransaction) {
 	}
 }
 
-// Add adds obj to the store (an Upsert).
+// Add adds obj to the store (an Upsert that leaves obj, still the caller's,
+// as it is).
 func (c *Indexer) Add(obj any) error {
-	_, _, err := c.Upsert(obj)
+	_, _, err := c.upsert(obj, false)
 	return err
 }
 
-// Update replaces obj in the store (an Upsert).
+// Update replaces obj in the store (an Upsert that leaves obj, still the
+// caller's, as it is).
 func (c *Indexer) Update(obj any) error {
-	_, _, err := c.Upsert(obj)
+	_, _, err := c.upsert(obj, false)
 	return err
 }
 
@@ -340,7 +350,7 @@ func (c *Indexer) Replace(list []any, resourceVersion string) error {
 		if err != nil {
 			return err
 		}
-		stored := c.encode(obj)
+		stored := c.encode(obj, false)
 		c.setIndexValues(key, obj, stored)
 		gen.put(c.indexers, key, stored)
 	}

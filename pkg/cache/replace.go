@@ -151,7 +151,8 @@ func (c *Indexer) AbortReplace() {
 // is always the live object or obj itself.
 //
 // With a codec, the (transformed) object is encoded outside the store's
-// locks and stored is the encoded entry (see Decode); relist reuse compares
+// locks and stored is the encoded entry (see Decode); as with Upsert, obj
+// is handed over to the store (see RefusedFinisher). Relist reuse compares
 // the UID and resourceVersion kept beside the live entry, without decoding.
 func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (stored any, reused bool, err error) {
 	key, err := c.key(obj)
@@ -188,7 +189,7 @@ func (c *Indexer) AddToReplace(obj any, transform toolscache.TransformFunc) (sto
 						return nil, false, err
 					}
 				}
-				own, computed = c.encode(final), true
+				own, computed = c.encode(final, true), true
 			}
 			stored = own
 		}

@@ -58,11 +58,13 @@ func (c *config) indexerOptions() []cache.Option {
 	if c.encoded {
 		enc := codec.New(c.codecOpts...)
 		var cc storeCodec = enc
+		var kinds *kindSetter
 		if c.readKind != nil {
-			cc = kindSetter{Codec: enc, gvk: *c.readKind}
+			kinds = &kindSetter{Codec: enc, gvk: *c.readKind}
+			cc = *kinds
 		}
 		if c.interner != nil {
-			cc = internRefused{storeCodec: cc, table: c.interner}
+			cc = internRefused{storeCodec: cc, kinds: kinds, table: c.interner}
 		}
 		opts = append(opts, cache.WithCodec(cc))
 	}
@@ -82,17 +84,24 @@ type storeCodec interface {
 // others would be work for nothing, their strings gone once encoded.
 type internRefused struct {
 	storeCodec
+	kinds *kindSetter // nil without a read kind
 	table *intern.Table
 }
 
-func (c internRefused) Encode(obj any) ([]byte, error) {
-	data, err := c.storeCodec.Encode(obj)
-	if err != nil {
-		// The store keeps obj, which it owns: the transformed object, not
-		// yet stored.
-		c.table.Object(obj)
+// FinishRefused gives obj the read kind, if any, and interns it: in place
+// when the store owns obj (the informer's transformed object); a caller's
+// object handed to the store's Add, Update, Replace or Transaction is left
+// as it is, as client-go's store leaves it, and interned only in the copy
+// that the kind needed.
+func (c internRefused) FinishRefused(obj any, owned bool) any {
+	kept, copied := obj, false
+	if c.kinds != nil {
+		kept, copied = c.kinds.finish(obj, owned)
 	}
-	return data, err
+	if owned || copied {
+		c.table.Object(kept)
+	}
+	return kept
 }
 
 // withReadKind makes an encoded store's objects stored without TypeMeta
@@ -114,17 +123,30 @@ var (
 	_ cache.RefusedCopier = kindSetter{}
 )
 
-// Encode is the codec's. An object it refuses (a typed custom resource),
-// which the store then keeps as it is, gets the kind here, before the
+// FinishRefused gives an object the codec refused (a typed custom
+// resource), which the store then keeps as it is, the kind, before the
 // store holds it: handlers are handed the stored object itself (an initial
 // list's, a late handler's, a relist's, a live update's old one), so it
-// must carry the kind that decoded objects and reads' copies carry.
-func (k kindSetter) Encode(obj any) ([]byte, error) {
-	data, err := k.Codec.Encode(obj)
-	if err != nil {
-		k.setKind(obj)
+// must carry the kind that decoded objects and reads' copies carry. A
+// caller's object handed to the store's Add, Update, Replace or
+// Transaction (not owned) stays as it is: the store keeps a copy with the
+// kind.
+func (k kindSetter) FinishRefused(obj any, owned bool) any {
+	kept, _ := k.finish(obj, owned)
+	return kept
+}
+
+// finish is FinishRefused, reporting whether it made a copy.
+func (k kindSetter) finish(obj any, owned bool) (kept any, copied bool) {
+	o, ok := obj.(runtime.Object)
+	if !ok || !o.GetObjectKind().GroupVersionKind().Empty() {
+		return obj, false
 	}
-	return data, err
+	if !owned {
+		o, copied = o.DeepCopyObject(), true
+	}
+	o.GetObjectKind().SetGroupVersionKind(k.gvk)
+	return o, copied
 }
 
 func (k kindSetter) Decode(data []byte) (any, error) {
@@ -208,3 +230,8 @@ func (d decoder) decodeTombstone(tomb toolscache.DeletedFinalStateUnknown) (tool
 	tomb.Obj = obj
 	return tomb, true
 }
+
+var (
+	_ cache.RefusedFinisher = kindSetter{}
+	_ cache.RefusedFinisher = internRefused{}
+)

@@ -3,9 +3,11 @@ package informer
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -412,5 +414,57 @@ func TestHandlersShareRefusedObjectsWithTheStore(t *testing.T) {
 	}
 	if app := got.(*widget).Labels["app"]; app != "written by the handler" {
 		t.Fatalf("a read after the handler wrote into its object has app=%q: handlers get copies of refused objects", app)
+	}
+}
+
+// An object handed to the store's own Add, Update, Replace or Transaction
+// stays the caller's: client-go's store leaves it as it is. The encoded
+// store keeps an object its codec refuses (a typed custom resource) as it
+// is, after giving it NewCacheWith's kind and interning its strings; for a
+// caller's object it must do that on a copy, or not at all.
+func TestDirectWritesLeaveTheCallersRefusedObjectAlone(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	newWidget := func(name string) *widget {
+		return &widget{ObjectMeta: metav1.ObjectMeta{Namespace: strings.Clone(testNamespace), Name: name, Labels: map[string]string{"app": strings.Clone("a")}}}
+	}
+	writes := map[string]func(s toolscache.Store, w *widget) error{
+		"Add":     func(s toolscache.Store, w *widget) error { return s.Add(w) },
+		"Update":  func(s toolscache.Store, w *widget) error { return s.Update(w) },
+		"Replace": func(s toolscache.Store, w *widget) error { return s.Replace([]any{newWidget("first"), w}, "1") },
+		"Transaction": func(s toolscache.Store, w *widget) error {
+			if err := s.(toolscache.TransactionStore).Transaction(toolscache.Transaction{Type: toolscache.TransactionTypeAdd, Object: w}); err != nil {
+				return err
+			}
+			return nil
+		},
+	}
+	for name, write := range writes {
+		inf := NewSharedIndexInformerWithOptions(&toolscache.ListWatch{}, &widget{}, toolscache.SharedIndexInformerOptions{},
+			WithEncodedStore(), withReadKind(gvk), WithInterning())
+		store := inf.GetStore()
+		if err := store.Add(newWidget("first")); err != nil { // the table now holds the namespace and the label
+			t.Fatal(err)
+		}
+		w := newWidget("w")
+		ns, app := unsafe.StringData(w.Namespace), unsafe.StringData(w.Labels["app"])
+		if err := write(store, w); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if stats := inf.indexer.CodecStats(); stats.Unencoded == 0 {
+			t.Fatalf("%s: CodecStats %+v: the widget was not refused, the test tests nothing", name, stats)
+		}
+		if !w.GroupVersionKind().Empty() {
+			t.Errorf("%s: the caller's object was given the kind %v", name, w.GroupVersionKind())
+		}
+		if unsafe.StringData(w.Namespace) != ns || unsafe.StringData(w.Labels["app"]) != app {
+			t.Errorf("%s: the caller's object had its strings interned", name)
+		}
+		got, _, err := store.GetByKey(key("w"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gvkGot := got.(*widget).GroupVersionKind(); gvkGot != gvk {
+			t.Errorf("%s: a read returned kind %v, want %v", name, gvkGot, gvk)
+		}
 	}
 }

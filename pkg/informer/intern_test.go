@@ -176,7 +176,9 @@ func TestWithInterningAndEncodedStoreInternsOnlyWhatStaysDecoded(t *testing.T) {
 				}
 				obj = out.(*widget)
 			}
-			if err := store.Add(obj); err != nil {
+			// Upsert, as the informer writes: Add leaves a caller's object
+			// as it is (TestDirectWritesLeaveTheCallersRefusedObjectAlone).
+			if _, _, err := store.Upsert(obj); err != nil {
 				t.Fatal(err)
 			}
 		}
