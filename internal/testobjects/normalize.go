@@ -17,8 +17,9 @@ import (
 //     as empty;
 //   - a resource.Quantity is in canonical form (see package codec's
 //     README): compare quantities with Cmp where that matters;
-//   - a metav1.Time keeps whole seconds and, like a metav1.MicroTime, is in
-//     the local time zone (as decoding JSON gives them too).
+//   - a metav1.Time keeps whole seconds and a metav1.MicroTime whole
+//     microseconds; both are in the local time zone (as decoding JSON gives
+//     them too).
 //
 // It walks exported fields, pointers, slices, maps and interfaces. v must be
 // settable (reached through a pointer).
@@ -90,7 +91,8 @@ func setTime(v reflect.Value) bool {
 		return true
 	case microTimeType:
 		if t := v.Interface().(metav1.MicroTime); !t.IsZero() {
-			v.Set(reflect.ValueOf(metav1.MicroTime{Time: time.Unix(t.Unix(), int64(t.Nanosecond())).Local()}))
+			micros := time.Duration(t.Nanosecond()).Truncate(time.Microsecond)
+			v.Set(reflect.ValueOf(metav1.MicroTime{Time: time.Unix(t.Unix(), int64(micros)).Local()}))
 		}
 		return true
 	}

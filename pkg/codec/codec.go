@@ -123,9 +123,10 @@ func compress(b body, coder *dictCoder) ([]byte, error) {
 //   - typed objects (protobuf): an empty slice or map decodes as nil,
 //     except []byte: a field keeps nil and empty apart, and a value of a
 //     map (ConfigMap.BinaryData, Secret.Data) decodes as an empty slice even
-//     if it was nil; a metav1.Time keeps whole seconds and, like a
-//     metav1.MicroTime, is in the local time zone (as when decoded from
-//     JSON); a resource.Quantity is in canonical form (equal by Cmp);
+//     if it was nil; a metav1.Time keeps whole seconds and a
+//     metav1.MicroTime whole microseconds, both in the local time zone (as
+//     when decoded from JSON); a resource.Quantity is in canonical form
+//     (equal by Cmp);
 //   - unstructured objects (CBOR) decode exactly: the same maps, slices,
 //     strings, int64s, float64s, bools and nils.
 //
