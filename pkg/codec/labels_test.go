@@ -333,3 +333,53 @@ func TestLabelsFallBackToDecoding(t *testing.T) {
 		t.Fatal("Labels of no bytes: no error")
 	}
 }
+
+// TestMatchLabelsAllocations pins what the README promises of label reads
+// that do not match (a match is decoded, to be handed out): nothing
+// allocated for a plain protobuf encoding, whatever the selector's
+// operators, and one buffer (the decompressed bytes) for a compressed one,
+// on hack/bench's objects of every kind.
+func TestMatchLabelsAllocations(t *testing.T) {
+	var selectors []labels.Selector
+	for _, s := range []string{"app=absent", "app!=x,absent", "app in (a,b)", "tier notin (x),absent", "absent"} {
+		sel, err := labels.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		selectors = append(selectors, sel)
+	}
+	for _, kind := range testobjects.Kinds {
+		pop := testobjects.NewPopulation(t, kind)
+		for _, c := range []struct {
+			name  string
+			codec *Codec
+			want  float64
+		}{{"protobuf", New(), 0}, {"protobuf-s2", New(WithCompression()), 1}} {
+			// The first TrainingSamples objects train the compressed
+			// codec's dictionary; the ones after it are read.
+			data := make([][]byte, 0, 16)
+			for i := range TrainingSamples + 16 {
+				b, err := c.codec.Encode(pop.Object(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i >= TrainingSamples {
+					data = append(data, b)
+				}
+			}
+			for _, sel := range selectors {
+				match := c.codec.MatchLabels(sel)
+				i := 0
+				got := testing.AllocsPerRun(200, func() {
+					if _, decoded, err := match(data[i%len(data)]); decoded != nil || err != nil {
+						t.Fatalf("%s, %s, %q: decoded %T, error %v; want the labels read from the encoding", kind, c.name, sel, decoded, err)
+					}
+					i++
+				})
+				if got > c.want {
+					t.Errorf("%s, %s, %q: %.1f allocations a read, want at most %.0f", kind, c.name, sel, got, c.want)
+				}
+			}
+		}
+	}
+}
