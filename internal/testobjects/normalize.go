@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -15,8 +16,9 @@ import (
 //     an empty one and decodes it as empty), and a []byte value of a map
 //     (ConfigMap.BinaryData, Secret.Data) is never nil: a nil one decodes
 //     as empty;
-//   - a resource.Quantity is in canonical form (see package codec's
-//     README): compare quantities with Cmp where that matters;
+//   - a resource.Quantity is what decoding its protobuf gives: in
+//     canonical form (see package codec's README; compare quantities with
+//     Cmp where that matters), its string form cached;
 //   - a metav1.Time keeps whole seconds and a metav1.MicroTime whole
 //     microseconds; both are in the local time zone (as decoding JSON gives
 //     them too).
@@ -78,12 +80,16 @@ var (
 	bytesType     = reflect.TypeFor[[]byte]()
 	timeType      = reflect.TypeFor[metav1.Time]()
 	microTimeType = reflect.TypeFor[metav1.MicroTime]()
+	quantityType  = reflect.TypeFor[resource.Quantity]()
 )
 
-// setTime puts a metav1.Time or MicroTime in its protobuf form and reports
-// whether v was one.
+// setTime puts a metav1.Time, MicroTime or resource.Quantity in its
+// protobuf form and reports whether v was one.
 func setTime(v reflect.Value) bool {
 	switch v.Type() {
+	case quantityType:
+		v.Set(reflect.ValueOf(decodedQuantity(v.Interface().(resource.Quantity))))
+		return true
 	case timeType:
 		if t := v.Interface().(metav1.Time); !t.IsZero() {
 			v.Set(reflect.ValueOf(metav1.Time{Time: time.Unix(t.Unix(), 0).Local()}))
@@ -97,4 +103,18 @@ func setTime(v reflect.Value) bool {
 		return true
 	}
 	return false
+}
+
+// decodedQuantity returns what decoding the protobuf of q gives: q in
+// canonical form, its string form cached (as decoding JSON gives it too).
+func decodedQuantity(q resource.Quantity) resource.Quantity {
+	data, err := q.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	var decoded resource.Quantity
+	if err := decoded.Unmarshal(data); err != nil {
+		panic(err)
+	}
+	return decoded
 }

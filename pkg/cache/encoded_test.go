@@ -61,26 +61,44 @@ func wantForm(o any) any {
 }
 
 // TestEncodedStoreReturnsWhatThePlainStoreHolds stores every fixture of
-// k8s.io/api, typed, metadata-only and unstructured, in a plain and an
-// encoded store, live and through a paged replace, and compares every read.
+// k8s.io/api, typed, metadata-only and unstructured, and random typed
+// objects (testobjects.Random: pointer times set, times with nanoseconds
+// in three zones), in a plain and an encoded store, live and through a
+// paged replace, and compares every read.
 func TestEncodedStoreReturnsWhatThePlainStoreHolds(t *testing.T) {
+	fixtures := func(decode func([]byte) (runtime.Object, error)) func(*testing.T) []runtime.Object {
+		return func(t *testing.T) []runtime.Object {
+			var objs []runtime.Object
+			for _, f := range testobjects.APIFixtures(t) {
+				if o, err := decode(f.JSON); err == nil {
+					objs = append(objs, o)
+				}
+			}
+			return objs
+		}
+	}
+	random := func(*testing.T) []runtime.Object {
+		g := testobjects.NewRandom(3)
+		objs := make([]runtime.Object, 50*testobjects.RandomKinds)
+		for i := range objs {
+			objs[i] = g.Object(i)
+		}
+		return objs
+	}
 	for _, tc := range []struct {
-		name   string
-		decode func([]byte) (runtime.Object, error)
+		name    string
+		objects func(*testing.T) []runtime.Object
 	}{
-		{"typed", testobjects.DecodeTyped},
-		{"PartialObjectMetadata", testobjects.DecodePartial},
-		{"unstructured", testobjects.DecodeUnstructured},
+		{"typed", fixtures(testobjects.DecodeTyped)},
+		{"PartialObjectMetadata", fixtures(testobjects.DecodePartial)},
+		{"unstructured", fixtures(testobjects.DecodeUnstructured)},
+		{"random typed", random},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plain := NewIndexer(toolscache.MetaNamespaceKeyFunc, nsIndexers())
 			enc := NewIndexer(toolscache.MetaNamespaceKeyFunc, nsIndexers(), WithCodec(codec.New()))
 			var objs []runtime.Object
-			for _, f := range testobjects.APIFixtures(t) {
-				o, err := tc.decode(f.JSON)
-				if err != nil {
-					continue
-				}
+			for _, o := range tc.objects(t) {
 				if _, err := toolscache.MetaNamespaceKeyFunc(o); err != nil {
 					continue // no metadata: no key in either store
 				}
@@ -93,7 +111,7 @@ func TestEncodedStoreReturnsWhatThePlainStoreHolds(t *testing.T) {
 				}
 			}
 			if len(objs) < 150 {
-				t.Fatalf("stored %d fixtures, want at least 150", len(objs))
+				t.Fatalf("stored %d objects, want at least 150", len(objs))
 			}
 			compareStores(t, "live", plain, enc)
 			if s := enc.CodecStats(); s.Encoded != len(plain.ListKeys()) || s.Unencoded != 0 {

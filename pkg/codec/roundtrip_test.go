@@ -9,18 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
-	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 
 	"github.com/leaninformer/leaninformer/internal/testobjects"
 )
@@ -106,10 +101,10 @@ func TestRoundTripAPIFixtures(t *testing.T) {
 }
 
 // TestRoundTripRandomTyped round-trips randomly filled RoleBindings,
-// ConfigMaps, Secrets, PartialObjectMetadata and Leases (apimachinery's
-// fuzzer with its metadata functions: nil, empty and filled slices and
-// maps). The Leases' times have nanoseconds, as a Lease built in the
-// process (leader election's, package shard's) has them.
+// ConfigMaps, Secrets, PartialObjectMetadata, Leases, Pods and Events
+// (testobjects.Random: apimachinery's fuzzer with its metadata functions,
+// nil, empty and filled slices and maps, and pointer times set, every time
+// with nanoseconds and in one of three zones).
 func TestRoundTripRandomTyped(t *testing.T) {
 	forEachCodec(t, testRoundTripRandomTyped)
 }
@@ -121,27 +116,12 @@ func forEachCodec(t *testing.T, test func(*testing.T, *Codec)) {
 }
 
 func testRoundTripRandomTyped(t *testing.T, c *Codec) {
-	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(1), serializer.NewCodecFactory(runtime.NewScheme()))
-	r := rand.New(rand.NewSource(2))
-	emptied := 0
-	for i := range 2500 {
-		var obj runtime.Object
-		switch i % 5 {
-		case 0:
-			obj = &rbacv1.RoleBinding{}
-		case 1:
-			obj = &corev1.ConfigMap{}
-		case 2:
-			obj = &corev1.Secret{}
-		case 3:
-			obj = &metav1.PartialObjectMetadata{}
-		case 4:
-			obj = &coordinationv1.Lease{}
-		}
-		f.Fill(obj)
-		if l, ok := obj.(*coordinationv1.Lease); ok {
-			// The fuzzer leaves a *MicroTime nil.
-			l.Spec.AcquireTime, l.Spec.RenewTime = randomMicroTime(r), randomMicroTime(r)
+	g := testobjects.NewRandom(1)
+	emptied, pointerTimes := 0, 0
+	for i := range 2800 {
+		obj := g.Object(i)
+		if m, _ := meta.Accessor(obj); m.GetDeletionTimestamp() != nil {
+			pointerTimes++
 		}
 		want := protobufForm(obj)
 		if !reflect.DeepEqual(want, obj) {
@@ -153,6 +133,9 @@ func testRoundTripRandomTyped(t *testing.T, c *Codec) {
 	}
 	if emptied == 0 {
 		t.Fatal("no random object had an empty slice or map: the nil/empty case went untested")
+	}
+	if pointerTimes == 0 {
+		t.Fatal("no random object had a deletionTimestamp: pointer times went untested")
 	}
 }
 
@@ -175,18 +158,6 @@ func testRoundTripRandomUnstructured(t *testing.T, c *Codec) {
 			t.Fatalf("object %d: the round trip changed the object:\n got %#v\nwant %#v", i, got, want)
 		}
 	}
-}
-
-// randomMicroTime returns nil or a time with nanoseconds, in UTC or not.
-func randomMicroTime(r *rand.Rand) *metav1.MicroTime {
-	if r.Intn(4) == 0 {
-		return nil
-	}
-	t := time.Unix(r.Int63n(1<<33), r.Int63n(1e9))
-	if r.Intn(2) == 0 {
-		t = t.In(time.FixedZone("east", 5*3600))
-	}
-	return &metav1.MicroTime{Time: t}
 }
 
 func randomValue(r *rand.Rand, depth int) any {

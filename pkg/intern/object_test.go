@@ -52,6 +52,27 @@ func decodeFixtures(t *testing.T, decode func([]byte) (runtime.Object, error)) [
 	return out
 }
 
+// randomObjects returns random typed objects (testobjects.Random: pointer
+// times set, times with nanoseconds in three zones) as decodeFixtures
+// returns fixtures: each made as many times, by generators of one seed, so
+// that no two copies share memory.
+func randomObjects(*testing.T) []decoded {
+	gens := make([]*testobjects.Random, admitAt+3)
+	for i := range gens {
+		gens[i] = testobjects.NewRandom(4)
+	}
+	out := make([]decoded, 50*testobjects.RandomKinds)
+	for i := range out {
+		objs := make([]runtime.Object, len(gens))
+		for j, g := range gens {
+			objs[j] = g.Object(i)
+		}
+		n := len(objs)
+		out[i] = decoded{name: fmt.Sprintf("random %T %d", objs[0], i), ref: objs[0], interned: objs[1:], b: objs[n-2], c: objs[n-1], hasObjectMeta: true}
+	}
+	return out
+}
+
 // internAsObject interns obj, a decode of a fixture, as the i-th of as many
 // distinct objects as there are decodes: the table counts a value once per
 // object (UID), and every decode of a fixture has the fixture's UID. The
@@ -92,17 +113,21 @@ var (
 
 func TestObjectKeepsEveryKindIntact(t *testing.T) {
 	// min: fixtures that must decode, and share their namespace and labels.
+	fixtures := func(decode func([]byte) (runtime.Object, error)) func(*testing.T) []decoded {
+		return func(t *testing.T) []decoded { return decodeFixtures(t, decode) }
+	}
 	for _, tc := range []struct {
-		name   string
-		decode func([]byte) (runtime.Object, error)
-		min    int
+		name    string
+		objects func(*testing.T) []decoded
+		min     int
 	}{
-		{"typed", typedDecode, 150},
-		{"unstructured", unstructuredDecode, 150},
-		{"PartialObjectMetadata", partialDecode, 150},
+		{"typed", fixtures(typedDecode), 150},
+		{"unstructured", fixtures(unstructuredDecode), 150},
+		{"PartialObjectMetadata", fixtures(partialDecode), 150},
+		{"random typed", randomObjects, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fixtures := decodeFixtures(t, tc.decode)
+			fixtures := tc.objects(t)
 			if len(fixtures) < tc.min {
 				t.Fatalf("decoded %d fixtures, want at least %d", len(fixtures), tc.min)
 			}
