@@ -486,10 +486,24 @@ func (c *Indexer) encode(obj any, owned bool) any {
 	return newEncoded(obj, data)
 }
 
+// IndexFormer is a Codec that finishes its decodes (gives them a kind,
+// say): the store computes the index values of an object the codec encodes
+// on IndexForm's view of it, so that index functions see it as decodes
+// give it, as AddIndexers later indexes it, and as a RefusedFinisher
+// readies the objects the codec refuses.
+type IndexFormer interface {
+	// IndexForm returns obj as a decode of its encoding would be finished.
+	// It must not write into obj; it may share obj's maps and slices.
+	IndexForm(obj any) any
+}
+
 // setIndexValues gives an entry that encode returned for obj its index
 // values; the caller holds a lock that keeps the indexers still.
 func (c *Indexer) setIndexValues(key string, obj, stored any) {
 	if e, ok := stored.(*encoded); ok {
+		if f, ok := c.codec.(IndexFormer); ok {
+			obj = f.IndexForm(obj)
+		}
 		e.setValues(c.indexers, key, obj)
 	}
 }

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -104,6 +105,15 @@ func (c internRefused) FinishRefused(obj any, owned bool) any {
 	return kept
 }
 
+// IndexForm gives index functions an encoded object with the read kind,
+// as decodes have it (see kindSetter.IndexForm).
+func (c internRefused) IndexForm(obj any) any {
+	if c.kinds == nil {
+		return obj
+	}
+	return c.kinds.IndexForm(obj)
+}
+
 // withReadKind makes an encoded store's objects stored without TypeMeta
 // (typed list items) decode with gvk. controller-runtime's cache reader sets
 // the kind on the copies it returns; with the encoded store it makes no
@@ -147,6 +157,30 @@ func (k kindSetter) finish(obj any, owned bool) (kept any, copied bool) {
 	}
 	o.GetObjectKind().SetGroupVersionKind(k.gvk)
 	return o, copied
+}
+
+// IndexForm returns obj, which the codec encoded, as index functions see
+// it: with the kind its decodes get, as the objects the codec refuses are
+// kept and as AddIndexers decodes objects, so that an index function
+// reading TypeMeta sees one kind for them all. An object without a kind is
+// copied shallowly (its maps and slices shared), obj left as it is.
+func (k kindSetter) IndexForm(obj any) any {
+	o, ok := obj.(runtime.Object)
+	if !ok || !o.GetObjectKind().GroupVersionKind().Empty() {
+		return obj
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return obj
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	shallow, ok := cp.Interface().(runtime.Object)
+	if !ok {
+		return obj
+	}
+	shallow.GetObjectKind().SetGroupVersionKind(k.gvk)
+	return shallow
 }
 
 func (k kindSetter) Decode(data []byte) (any, error) {
@@ -234,4 +268,6 @@ func (d decoder) decodeTombstone(tomb toolscache.DeletedFinalStateUnknown) (tool
 var (
 	_ cache.RefusedFinisher = kindSetter{}
 	_ cache.RefusedFinisher = internRefused{}
+	_ cache.IndexFormer     = kindSetter{}
+	_ cache.IndexFormer     = internRefused{}
 )

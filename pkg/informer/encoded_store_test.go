@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -466,5 +467,65 @@ func TestDirectWritesLeaveTheCallersRefusedObjectAlone(t *testing.T) {
 		if gvkGot := got.(*widget).GroupVersionKind(); gvkGot != gvk {
 			t.Errorf("%s: a read returned kind %v, want %v", name, gvkGot, gvk)
 		}
+	}
+}
+
+// Under NewCacheWith's read kind, index functions see every object with
+// its kind, as reads and handlers do: an encoded object when it is stored
+// and when AddIndexers indexes it later, and an object the codec refuses
+// (kept with the kind). Before, an encoded object was indexed as it came,
+// without the kind, and with it by AddIndexers, so one index function gave
+// different values for objects of the same kind.
+func TestIndexFunctionsSeeTheReadKind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gvk  schema.GroupVersionKind
+		obj  func(name string) runtime.Object
+	}{
+		{"encoded", corev1.SchemeGroupVersion.WithKind("Secret"), func(name string) runtime.Object {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: name}}
+		}},
+		{"refused", schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, func(name string) runtime.Object {
+			return &widget{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: name}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := newConfig([]Option{WithEncodedStore(), withReadKind(tc.gvk)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byKind := func(obj any) ([]string, error) {
+				return []string{"kind " + obj.(runtime.Object).GetObjectKind().GroupVersionKind().Kind}, nil
+			}
+			store := cache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{"stored": byKind}, c.indexerOptions()...)
+			if err := store.Add(tc.obj("added")); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := store.Upsert(tc.obj("upserted")); err != nil {
+				t.Fatal(err)
+			}
+			store.StartReplace()
+			if _, _, err := store.AddToReplace(tc.obj("relisted"), nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"n/added", "n/upserted"} {
+				o, _, _ := store.GetByKey(k)
+				if _, _, err := store.AddToReplace(o, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := store.FinishReplace("2"); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.AddIndexers(toolscache.Indexers{"added later": byKind}); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"kind " + tc.gvk.Kind}
+			for _, index := range []string{"stored", "added later"} {
+				if got := store.ListIndexFuncValues(index); !slices.Equal(got, want) {
+					t.Errorf("index %q has values %q, want %q", index, got, want)
+				}
+			}
+		})
 	}
 }
