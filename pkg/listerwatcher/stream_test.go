@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 	clientfeaturestesting "k8s.io/client-go/features/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -431,5 +436,81 @@ func TestStreamingFromAnUnavailableResourceVersionStreamsFromNewest(t *testing.T
 	reqs := requests(srv)
 	if len(reqs) != 2 || !sameRequest(reqs[0], "watch", streamOpts(done.ResourceVersion)) || !sameRequest(reqs[1], "watch", streamOpts("")) {
 		t.Errorf("requests %+v, want streams from %s then from \"\"", reqs, done.ResourceVersion)
+	}
+}
+
+// tableFirstLW streams a Table (what an API server answers a ListerWatcher
+// asking for as=Table) as the first initial event of its first stream, and
+// then the server's events.
+type tableFirstLW struct {
+	*fake.ListerWatcher
+	sent atomic.Bool
+}
+
+func (lw *tableFirstLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := lw.ListerWatcher.WatchWithContext(ctx, opts)
+	if err != nil || opts.SendInitialEvents == nil || !*opts.SendInitialEvents || lw.sent.Swap(true) {
+		return w, err
+	}
+	table := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "meta.k8s.io/v1", "kind": "Table",
+		"metadata": map[string]any{"resourceVersion": "1"},
+	}}
+	p := &prepended{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go p.run(watch.Event{Type: watch.Added, Object: table})
+	return p, nil
+}
+
+// prepended is a watch that delivers first, and then inner's events.
+type prepended struct {
+	inner    watch.Interface
+	out      chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (p *prepended) run(first watch.Event) {
+	defer close(p.out)
+	defer p.inner.Stop()
+	ev, ok := first, true
+	for ok {
+		select {
+		case p.out <- ev:
+		case <-p.stop:
+			return
+		}
+		ev, ok = <-p.inner.ResultChan()
+	}
+}
+
+func (p *prepended) ResultChan() <-chan watch.Event { return p.out }
+func (p *prepended) Stop()                          { p.stopOnce.Do(func() { close(p.stop) }) }
+
+// A Table among a stream's initial events is refused as on a watch
+// (TestTableIsAnObjectOfAnotherKind), even by a watcher that expects no
+// type or kind: the stream ends with ErrUnexpectedObject, no page carries
+// the Table, and the next stream lists the server's objects.
+func TestStreamRefusesATableAmongItsInitialEvents(t *testing.T) {
+	srv := newServer(t, 3)
+	h := start(t, srv, &tableFirstLW{ListerWatcher: srv.ListerWatcher()}, WithStrategy(StreamingList), WithExpectedType(nil))
+	h.expectErr(isErr(ErrUnexpectedObject))
+	h.backoff(time.Second)
+	var names []string
+	for done := false; !done; {
+		switch ev := h.next(); ev.Type {
+		case RestartPage:
+			for _, obj := range ev.Objects {
+				cm, ok := obj.(*corev1.ConfigMap)
+				if !ok {
+					t.Fatalf("a page carried a %T (%v)", obj, obj.GetObjectKind().GroupVersionKind())
+				}
+				names = append(names, cm.Name)
+			}
+		case RestartDone:
+			done = true
+		}
+	}
+	if len(names) != 3 {
+		t.Errorf("the restart delivered %v, want the server's 3 ConfigMaps", names)
 	}
 }
