@@ -493,16 +493,20 @@ func (c *Indexer) encode(obj any, owned bool) any {
 // readies the objects the codec refuses.
 type IndexFormer interface {
 	// IndexForm returns obj as a decode of its encoding would be finished.
-	// It must not write into obj; it may share obj's maps and slices.
-	IndexForm(obj any) any
+	// owned: obj was handed over to the store (Upsert, AddToReplace), which
+	// no longer needs it as it was once encoded, so IndexForm may finish it
+	// in place; otherwise (Add, Update, Replace, Transaction) it must not
+	// write into obj, and may share obj's maps and slices in a copy.
+	IndexForm(obj any, owned bool) any
 }
 
 // setIndexValues gives an entry that encode returned for obj its index
-// values; the caller holds a lock that keeps the indexers still.
-func (c *Indexer) setIndexValues(key string, obj, stored any) {
+// values; the caller holds a lock that keeps the indexers still. owned:
+// obj was handed over to the store (see IndexFormer).
+func (c *Indexer) setIndexValues(key string, obj, stored any, owned bool) {
 	if e, ok := stored.(*encoded); ok {
 		if f, ok := c.codec.(IndexFormer); ok {
-			obj = f.IndexForm(obj)
+			obj = f.IndexForm(obj, owned)
 		}
 		e.setValues(c.indexers, key, obj)
 	}

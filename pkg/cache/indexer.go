@@ -132,7 +132,7 @@ func (c *Indexer) upsert(obj any, owned bool) (old any, existed bool, err error)
 	stored := c.encode(obj, owned)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.setIndexValues(key, obj, stored)
+	c.setIndexValues(key, obj, stored, owned)
 	old, existed = c.live.put(c.indexers, key, stored)
 	c.liveWrites++
 	if hasRV {
@@ -214,7 +214,7 @@ func (c *Indexer) apply(batch []keyedTransaction) {
 	for _, t := range batch {
 		switch t.Type {
 		case toolscache.TransactionTypeAdd, toolscache.TransactionTypeUpdate:
-			c.setIndexValues(t.key, t.Object, t.stored)
+			c.setIndexValues(t.key, t.Object, t.stored, false)
 			c.live.put(c.indexers, t.key, t.stored)
 			c.liveWrites++
 		case toolscache.TransactionTypeDelete:
@@ -351,7 +351,7 @@ func (c *Indexer) Replace(list []any, resourceVersion string) error {
 			return err
 		}
 		stored := c.encode(obj, false)
-		c.setIndexValues(key, obj, stored)
+		c.setIndexValues(key, obj, stored, false)
 		gen.put(c.indexers, key, stored)
 	}
 	c.mu.Lock()

@@ -230,7 +230,7 @@ func (c *Indexer) bufferAdded(buf *pagedReplace, key string, final, stored any, 
 		return false, nil
 	}
 	if !reused {
-		c.setIndexValues(key, final, stored)
+		c.setIndexValues(key, final, stored, true)
 		if buf.gen == nil {
 			// Index it now, as a generation being built would: an index
 			// function that fails must panic here, not halfway through

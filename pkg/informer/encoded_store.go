@@ -107,11 +107,11 @@ func (c internRefused) FinishRefused(obj any, owned bool) any {
 
 // IndexForm gives index functions an encoded object with the read kind,
 // as decodes have it (see kindSetter.IndexForm).
-func (c internRefused) IndexForm(obj any) any {
+func (c internRefused) IndexForm(obj any, owned bool) any {
 	if c.kinds == nil {
 		return obj
 	}
-	return c.kinds.IndexForm(obj)
+	return c.kinds.IndexForm(obj, owned)
 }
 
 // withReadKind makes an encoded store's objects stored without TypeMeta
@@ -162,11 +162,17 @@ func (k kindSetter) finish(obj any, owned bool) (kept any, copied bool) {
 // IndexForm returns obj, which the codec encoded, as index functions see
 // it: with the kind its decodes get, as the objects the codec refuses are
 // kept and as AddIndexers decodes objects, so that an index function
-// reading TypeMeta sees one kind for them all. An object without a kind is
+// reading TypeMeta sees one kind for them all. An object handed over to the
+// store (owned: the informer's own writes, whose objects the store drops
+// once encoded) is given the kind in place; a caller's without one is
 // copied shallowly (its maps and slices shared), obj left as it is.
-func (k kindSetter) IndexForm(obj any) any {
+func (k kindSetter) IndexForm(obj any, owned bool) any {
 	o, ok := obj.(runtime.Object)
 	if !ok || !o.GetObjectKind().GroupVersionKind().Empty() {
+		return obj
+	}
+	if owned {
+		o.GetObjectKind().SetGroupVersionKind(k.gvk)
 		return obj
 	}
 	v := reflect.ValueOf(obj)

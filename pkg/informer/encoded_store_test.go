@@ -498,8 +498,12 @@ func TestIndexFunctionsSeeTheReadKind(t *testing.T) {
 				return []string{"kind " + obj.(runtime.Object).GetObjectKind().GroupVersionKind().Kind}, nil
 			}
 			store := cache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{"stored": byKind}, c.indexerOptions()...)
-			if err := store.Add(tc.obj("added")); err != nil {
+			added := tc.obj("added")
+			if err := store.Add(added); err != nil {
 				t.Fatal(err)
+			}
+			if gvk := added.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
+				t.Errorf("Add gave the caller's object the kind %v; it must stay as the caller gave it", gvk)
 			}
 			if _, _, err := store.Upsert(tc.obj("upserted")); err != nil {
 				t.Fatal(err)
