@@ -269,7 +269,7 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string)
 	newObj, oldObj, err := w.notified(stored, old, existed)
 	if err != nil {
 		// Only a broken codec fails; the store has the new object.
-		utilruntime.HandleErrorWithContext(ctx, err, "Dropping a notification", "type", w.description)
+		utilruntime.HandleErrorWithContext(ctx, err, "Dropping a notification", "type", w.description, "object", objectName(obj))
 		return true
 	}
 	if existed {
