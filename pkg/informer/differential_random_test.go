@@ -1,0 +1,540 @@
+package informer
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/dump"
+
+	"github.com/leaninformer/leaninformer/internal/testobjects"
+	"github.com/leaninformer/leaninformer/pkg/codec"
+	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
+)
+
+// randomKind is one kind testobjects.Random makes (its i-th, modulo
+// testobjects.RandomKinds), with what a fake server and an informer of it
+// need.
+type randomKind struct {
+	list    kruntime.Object
+	example kruntime.Object
+	gvk     schema.GroupVersionKind
+}
+
+var randomKinds = [testobjects.RandomKinds]randomKind{
+	{&rbacv1.RoleBindingList{}, &rbacv1.RoleBinding{}, rbacv1.SchemeGroupVersion.WithKind("RoleBinding")},
+	{&corev1.ConfigMapList{}, &corev1.ConfigMap{}, corev1.SchemeGroupVersion.WithKind("ConfigMap")},
+	{&corev1.SecretList{}, &corev1.Secret{}, corev1.SchemeGroupVersion.WithKind("Secret")},
+	// A metadata informer's read kind is its resource's (controller-runtime
+	// asks for Deployments' metadata with that kind).
+	{&metav1.PartialObjectMetadataList{}, &metav1.PartialObjectMetadata{}, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}},
+	{&coordinationv1.LeaseList{}, &coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithKind("Lease")},
+	{&corev1.PodList{}, &corev1.Pod{}, corev1.SchemeGroupVersion.WithKind("Pod")},
+	{&corev1.EventList{}, &corev1.Event{}, corev1.SchemeGroupVersion.WithKind("Event")},
+}
+
+// randomVariant is one informer of the differential: how it is built and
+// what it must hand out for an object the plain informer hands out.
+type randomVariant struct {
+	name     string
+	opts     func(gvk schema.GroupVersionKind) []Option
+	encoded  bool // decoded objects are in their protobuf form
+	readKind bool // typed objects carry the kind
+}
+
+var randomVariants = []randomVariant{
+	{name: "plain, interned", opts: func(schema.GroupVersionKind) []Option { return []Option{WithInterning()} }},
+	{name: "encoded", encoded: true, opts: func(schema.GroupVersionKind) []Option { return []Option{WithEncodedStore()} }},
+	{name: "encoded, read kind", encoded: true, readKind: true, opts: func(gvk schema.GroupVersionKind) []Option {
+		return []Option{WithEncodedStore(), withReadKind(gvk)}
+	}},
+	{name: "encoded compressed, read kind, interned", encoded: true, readKind: true, opts: func(gvk schema.GroupVersionKind) []Option {
+		return []Option{WithEncodedStore(codec.WithCompression()), withReadKind(gvk), WithInterning()}
+	}},
+}
+
+// TestDifferentialEncodedStoreRandomObjects runs a plain informer and, on
+// the same fake API server, informers with interning, the encoded store,
+// and the encoded store with NewCacheWith's read kind, for every kind
+// testobjects.Random makes (pointer times set, times with nanoseconds and
+// zones), through a seeded history of creates, updates (of everything, of
+// pointer times only, of labels only, of nothing but the resourceVersion),
+// deletes and relists. After every step each handler must have received
+// what the plain informer's received, and every read (List, GetByKey,
+// ByIndex) must return what the plain informer's returns: equal objects,
+// in the protobuf form for the encoded store and with the kind under the
+// read kind (docs/compatibility.md, "Encoded store"), but for a live
+// delete's object, which is the one the watch delivered.
+func TestDifferentialEncodedStoreRandomObjects(t *testing.T) {
+	steps := 40
+	if testing.Short() {
+		steps = 15
+	}
+	covered := map[string]int{}
+	t.Cleanup(func() {
+		t.Logf("covered: %v", covered)
+		for _, what := range []string{"relist delete", "relist reuse", "update the encoded store sees as none", "update of labels", "update of a pointer time"} {
+			if covered[what] == 0 && !t.Failed() {
+				t.Errorf("the histories had no %s", what)
+			}
+		}
+	})
+	for k, kind := range randomKinds {
+		name := reflect.TypeOf(kind.example).Elem().Name()
+		t.Run(name, func(t *testing.T) {
+			// Alternated per kind: the strategy, relist reuse.
+			common := []Option{WithStrategy(strategies[k%len(strategies)]), WithRelistReuse(k%3 != 2), WithPageSize(4)}
+			h := newRandomHistory(t, k, kind, int64(k+1)*7919, common)
+			h.run(steps)
+			for what, n := range h.covered {
+				covered[what] += n
+			}
+		})
+	}
+}
+
+type randomHistory struct {
+	t     *testing.T
+	kind  randomKind
+	index int // the kind's index among testobjects.RandomKinds
+	s     *fake.Server
+	g     *testobjects.Random
+	rng   *rand.Rand
+
+	plain    *SharedIndexInformer
+	plainRec *recorder
+	infs     []*SharedIndexInformer
+	recs     []*recorder
+
+	live     map[string]kruntime.Object // the server's objects by key, as it returned them
+	next     int                        // the next object's number
+	expected int                        // the handler calls every informer must have received
+	checked  int                        // the calls compared so far
+	covered  map[string]int             // what the history covered (see count)
+}
+
+func newRandomHistory(t *testing.T, k int, kind randomKind, seed int64, common []Option) *randomHistory {
+	h := &randomHistory{
+		t: t, kind: kind, index: k,
+		s:    fake.NewServer(kind.list),
+		g:    testobjects.NewRandom(seed),
+		rng:  rand.New(rand.NewPCG(uint64(seed), 1)),
+		live: map[string]kruntime.Object{}, covered: map[string]int{},
+	}
+	t.Cleanup(h.s.Close)
+	for range 10 {
+		h.create()
+	}
+	build := func(opts ...Option) (*SharedIndexInformer, *recorder) {
+		opts = append([]Option{WithBackoff(fastBackoff)}, append(slices.Clone(common), opts...)...)
+		inf := NewSharedIndexInformerWithOptions(h.s.ListerWatcher(), kind.example,
+			toolscache.SharedIndexInformerOptions{Indexers: toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}},
+			opts...)
+		rec := newRecorder()
+		if _, err := inf.AddEventHandler(rec); err != nil {
+			t.Fatal(err)
+		}
+		run(t, inf)
+		return inf, rec
+	}
+	h.plain, h.plainRec = build()
+	for _, v := range randomVariants {
+		inf, rec := build(v.opts(kind.gvk)...)
+		h.infs, h.recs = append(h.infs, inf), append(h.recs, rec)
+	}
+	return h
+}
+
+func (h *randomHistory) run(steps int) {
+	t := h.t
+	h.expected = len(h.live) // the initial list's adds
+	h.check("the initial list")
+	for step := range steps {
+		var what string
+		switch r := h.rng.IntN(100); {
+		case r < 15 || len(h.live) < 4:
+			what = "create " + h.create()
+		case r < 33:
+			what = "update of everything " + h.update(h.replaceAll)
+		case r < 48:
+			what = "update of pointer times " + h.update(h.changeTimes)
+		case r < 61:
+			what = "update of labels " + h.update(h.changeLabels)
+		case r < 73:
+			what = "update of nothing " + h.update(func(kruntime.Object) {})
+		case r < 88:
+			what = "delete " + h.delete()
+		default:
+			what = "relist"
+			expected, before := h.expected, h.keys()
+			forceRelist(t, h.s, func() {
+				for range h.rng.IntN(3) {
+					h.create()
+				}
+				// At least one write: a relist at the watch's own
+				// resourceVersion is no relist (the watch resumes).
+				for range 1 + h.rng.IntN(2) {
+					h.update(h.replaceAll)
+					h.update(h.changeTimes)
+				}
+				for range h.rng.IntN(3) {
+					if len(h.live) > 1 {
+						h.delete()
+					}
+				}
+			})
+			// Every listed object is an add or an update, every one gone a
+			// delete (in place of the calls the writes counted).
+			// A delete of an object created since is none.
+			h.expected = expected + len(h.live)
+			for _, k := range before {
+				if _, ok := h.live[k]; !ok {
+					h.expected++
+				}
+			}
+		}
+		h.check(fmt.Sprintf("step %d (%s)", step, what))
+	}
+}
+
+func (h *randomHistory) keys() []string { return slices.Sorted(maps.Keys(h.live)) }
+
+func (h *randomHistory) pick() string {
+	keys := h.keys()
+	return keys[h.rng.IntN(len(keys))]
+}
+
+// create creates a new random object of the kind and returns its key.
+func (h *randomHistory) create() string {
+	obj := h.g.Object(h.index + testobjects.RandomKinds*h.next)
+	h.next++
+	accessor(obj).SetResourceVersion("")
+	out := mustCreate(h.t, h.s, obj)
+	k := objKey(out)
+	h.live[k] = out
+	h.expected++
+	return k
+}
+
+// update changes a copy of a live object with change and stores it.
+func (h *randomHistory) update(change func(kruntime.Object)) string {
+	k := h.pick()
+	obj := h.live[k].DeepCopyObject()
+	change(obj)
+	accessor(obj).SetResourceVersion("")
+	h.live[k] = mustUpdate(h.t, h.s, obj)
+	h.expected++
+	return k
+}
+
+func (h *randomHistory) delete() string {
+	k := h.pick()
+	m := accessor(h.live[k])
+	if _, err := h.s.Delete(m.GetNamespace(), m.GetName()); err != nil {
+		h.t.Fatal(err)
+	}
+	delete(h.live, k)
+	h.expected++
+	return k
+}
+
+// replaceAll gives obj another random object's contents, keeping its
+// identity.
+func (h *randomHistory) replaceAll(obj kruntime.Object) {
+	m := accessor(obj)
+	ns, name := m.GetNamespace(), m.GetName()
+	fresh := h.g.Object(h.index)
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
+	m = accessor(obj)
+	m.SetNamespace(ns)
+	m.SetName(name)
+}
+
+// changeTimes changes every *metav1.Time and *metav1.MicroTime of obj: to
+// another time, to nil, to a time where it was nil, or by nanoseconds only
+// (which the protobuf form does not keep).
+func (h *randomHistory) changeTimes(obj kruntime.Object) {
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if v.Type() == reflect.TypeFor[*metav1.Time]() || v.Type() == reflect.TypeFor[*metav1.MicroTime]() {
+				h.changeTime(v)
+				return
+			}
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(obj))
+}
+
+func (h *randomHistory) changeTime(p reflect.Value) {
+	var t time.Time
+	switch {
+	case !p.IsNil() && h.rng.IntN(2) == 0: // nanoseconds only
+		old := p.Elem().Field(0).Interface().(time.Time)
+		t = old.Add(time.Duration(h.rng.IntN(999)+1) - time.Duration(old.Nanosecond()%1000)) // same microsecond
+	case !p.IsNil() && h.rng.IntN(3) == 0:
+		p.Set(reflect.Zero(p.Type()))
+		return
+	default:
+		var fresh metav1.Time
+		h.g.Fill(&fresh)
+		t = fresh.Time
+	}
+	nt := reflect.New(p.Type().Elem())
+	nt.Elem().Field(0).Set(reflect.ValueOf(t))
+	p.Set(nt)
+}
+
+// changeLabels gives obj other labels: one more, one fewer, none (nil or
+// empty), or random ones.
+func (h *randomHistory) changeLabels(obj kruntime.Object) {
+	m := accessor(obj)
+	labels := maps.Clone(m.GetLabels())
+	switch h.rng.IntN(4) {
+	case 0:
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[fmt.Sprintf("added-%d", h.rng.IntN(1000))] = fmt.Sprint(h.rng.IntN(3))
+	case 1:
+		for k := range labels {
+			delete(labels, k)
+			break
+		}
+	case 2:
+		if labels == nil {
+			labels = map[string]string{}
+		} else {
+			labels = nil
+		}
+	default:
+		h.g.Fill(&labels)
+	}
+	m.SetLabels(labels)
+}
+
+// check waits until every informer reached the server's resourceVersion
+// and its handler received the calls the history caused, and compares
+// them and the informers' reads with the plain informer's.
+func (h *randomHistory) check(when string) {
+	t := h.t
+	t.Helper()
+	rv := h.s.ResourceVersion()
+	all := append([]*recorder{h.plainRec}, h.recs...)
+	for i, inf := range append([]*SharedIndexInformer{h.plain}, h.infs...) {
+		deadline := time.Now().Add(20 * time.Second)
+		for !inf.HasSynced() || inf.LastSyncResourceVersion() != rv || all[i].len() < h.expected {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: informer %d is at %q (synced %v) with %d handler calls, want %q and %d calls", when, i,
+					inf.LastSyncResourceVersion(), inf.HasSynced(), all[i].len(), rv, h.expected)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	// No call more than the history caused, in any informer.
+	time.Sleep(time.Millisecond)
+	want := h.plainRec.snapshot()
+	if len(want) != h.expected {
+		t.Fatalf("%s: the plain informer's handler received %d calls, want %d", when, len(want), h.expected)
+	}
+	for i, v := range randomVariants {
+		got := h.recs[i].snapshot()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %s: the handler received %d calls, the plain informer's %d", when, v.name, len(got), len(want))
+		}
+		// A relist's calls come in no fixed order: compare the step's
+		// calls (one per key) by key.
+		w, g := sortedCalls(want[h.checked:]), sortedCalls(got[h.checked:])
+		for j := range w {
+			h.compareCall(when, v, w[j], g[j])
+		}
+		h.compareReads(when, v, h.infs[i], w)
+	}
+	for _, c := range want[h.checked:] {
+		h.count(c)
+	}
+	h.checked = len(want)
+}
+
+// count counts what the history covered.
+func (h *randomHistory) count(c call) {
+	switch {
+	case c.tombstone:
+		h.covered["relist delete"]++
+	case c.op == "update" && c.old == c.obj:
+		h.covered["relist reuse"]++
+	case c.op == "update" && c.rv != c.oldRV:
+		old, obj := c.old.(kruntime.Object).DeepCopyObject(), c.obj.(kruntime.Object).DeepCopyObject()
+		accessor(old).SetResourceVersion("")
+		accessor(obj).SetResourceVersion("")
+		testobjects.ProtobufForm(reflect.ValueOf(old))
+		testobjects.ProtobufForm(reflect.ValueOf(obj))
+		if reflect.DeepEqual(old, obj) {
+			// Nothing but the resourceVersion changed, or only what the
+			// encoded store does not keep (a time's nanoseconds).
+			h.covered["update the encoded store sees as none"]++
+		}
+		if !reflect.DeepEqual(accessor(old).GetLabels(), accessor(obj).GetLabels()) {
+			h.covered["update of labels"]++
+		}
+		if !reflect.DeepEqual(accessor(old).GetDeletionTimestamp(), accessor(obj).GetDeletionTimestamp()) {
+			h.covered["update of a pointer time"]++
+		}
+	}
+}
+
+func sortedCalls(calls []call) []call {
+	return slices.SortedStableFunc(slices.Values(calls), func(a, b call) int { return cmp.Compare(a.key, b.key) })
+}
+
+// form is what variant v must hand out for obj, which the plain informer
+// handed out: its protobuf form from an encoded store (decoded is set),
+// with the kind under a read kind.
+func (h *randomHistory) form(v randomVariant, obj any, decoded bool) any {
+	if obj == nil {
+		return nil
+	}
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		tomb.Obj = h.form(v, tomb.Obj, decoded)
+		return tomb
+	}
+	o := obj.(kruntime.Object).DeepCopyObject()
+	if v.encoded && decoded {
+		testobjects.ProtobufForm(reflect.ValueOf(o))
+	}
+	if v.readKind {
+		o.GetObjectKind().SetGroupVersionKind(h.kind.gvk)
+	}
+	return o
+}
+
+func (h *randomHistory) compareCall(when string, v randomVariant, w, g call) {
+	t := h.t
+	t.Helper()
+	if w.op != g.op || w.key != g.key || w.rv != g.rv || w.oldRV != g.oldRV || w.initial != g.initial || w.tombstone != g.tombstone {
+		t.Fatalf("%s: %s: the handler received %s %s at %s from %s (initial %v, tombstone %v), the plain informer's %s %s at %s from %s (initial %v, tombstone %v)",
+			when, v.name, g.op, g.key, g.rv, g.oldRV, g.initial, g.tombstone, w.op, w.key, w.rv, w.oldRV, w.initial, w.tombstone)
+	}
+	// A live delete's object is the one the watch delivered, not a decode.
+	decoded := w.op != "delete" || w.tombstone
+	if want := h.form(v, w.obj, decoded); !reflect.DeepEqual(g.obj, want) {
+		t.Fatalf("%s: %s: the %s of %s handed the handler another object than the plain informer's:\n%s", when, v.name, g.op, g.key, objectDiff(want, g.obj))
+	}
+	if want := h.form(v, w.old, true); !reflect.DeepEqual(g.old, want) {
+		t.Fatalf("%s: %s: the %s of %s handed the handler another old object than the plain informer's:\n%s", when, v.name, g.op, g.key, objectDiff(want, g.old))
+	}
+}
+
+// compareReads compares List, ListKeys, GetByKey and ByIndex of inf with
+// the plain informer's.
+func (h *randomHistory) compareReads(when string, v randomVariant, inf *SharedIndexInformer, calls []call) {
+	t := h.t
+	t.Helper()
+	byKey := func(objs []any) map[string]any {
+		m := map[string]any{}
+		for _, o := range objs {
+			m[objKey(o)] = o
+		}
+		return m
+	}
+	compare := func(what string, want, got []any) {
+		t.Helper()
+		w, g := byKey(want), byKey(got)
+		if len(want) != len(got) || !slices.Equal(slices.Sorted(maps.Keys(w)), slices.Sorted(maps.Keys(g))) {
+			t.Fatalf("%s: %s: %s returned keys %v, the plain informer's %v", when, v.name, what, slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)))
+		}
+		for k, o := range w {
+			if want := h.form(v, o, true); !reflect.DeepEqual(g[k], want) {
+				t.Fatalf("%s: %s: %s returned another %s than the plain informer's:\n%s", when, v.name, what, k, objectDiff(want, g[k]))
+			}
+		}
+	}
+	compare("List", h.plain.GetStore().List(), inf.GetStore().List())
+	if w, g := slices.Sorted(slices.Values(h.plain.GetStore().ListKeys())), slices.Sorted(slices.Values(inf.GetStore().ListKeys())); !slices.Equal(w, g) {
+		t.Fatalf("%s: %s: ListKeys returned %v, the plain informer's %v", when, v.name, g, w)
+	}
+	// Get the step's keys (List returned every object).
+	keys := []string{"ns-0/missing"}
+	for _, c := range calls {
+		keys = append(keys, c.key)
+	}
+	for _, k := range keys {
+		w, wok, werr := h.plain.GetStore().GetByKey(k)
+		g, gok, gerr := inf.GetStore().GetByKey(k)
+		if wok != gok || (werr == nil) != (gerr == nil) {
+			t.Fatalf("%s: %s: GetByKey(%s) found %v (%v), the plain informer's %v (%v)", when, v.name, k, gok, gerr, wok, werr)
+		}
+		if wok {
+			compare("GetByKey("+k+")", []any{w}, []any{g})
+		}
+	}
+	// One namespace a step.
+	{
+		name := fmt.Sprintf("ns-%d", len(calls)%3)
+		w, werr := h.plain.GetIndexer().ByIndex(toolscache.NamespaceIndex, name)
+		g, gerr := inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, name)
+		if werr != nil || gerr != nil {
+			t.Fatalf("%s: %s: ByIndex(%s): %v, the plain informer's %v", when, v.name, name, gerr, werr)
+		}
+		compare("ByIndex("+name+")", w, g)
+	}
+}
+
+// objectDiff shows where two objects differ, line by line of their dumps
+// (times with their nanoseconds and zones).
+func objectDiff(want, got any) string {
+	w, g := strings.Split(dump.Pretty(want), "\n"), strings.Split(dump.Pretty(got), "\n")
+	var out []string
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			out = append(out, fmt.Sprintf("line %d:\n  want %s\n   got %s", i+1, wl, gl))
+			if len(out) == 5 {
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func accessor(obj kruntime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
