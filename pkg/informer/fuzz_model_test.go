@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"reflect"
 	"slices"
@@ -14,13 +15,13 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/leaninformer/leaninformer/internal/testobjects"
 	"github.com/leaninformer/leaninformer/pkg/cache"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
 )
@@ -117,6 +118,16 @@ type modelObject struct {
 	rv          string
 	serial      string
 	transformed bool
+	// obj is the object handed to the store writer (transformed in place),
+	// whose contents the store must hold; not part of the comparison of
+	// modelObjects (see identity).
+	obj *corev1.ConfigMap
+}
+
+// identity is o without its object.
+func (o modelObject) identity() modelObject {
+	o.obj = nil
+	return o
 }
 
 func (o modelObject) String() string {
@@ -146,13 +157,17 @@ type writerFuzz struct {
 
 	rv, serial int // the last resourceVersion and object serial handed out
 	mirrors    []*mirror
+	// random fills the objects' contents, seeded by the input.
+	random *testobjects.Random
 
 	logMu sync.Mutex
 	logs  map[string]int
 }
 
 func newWriterFuzz(t *testing.T, data []byte) *writerFuzz {
-	z := &writerFuzz{t: t, data: data, logs: map[string]int{}}
+	seed := fnv.New64a()
+	seed.Write(data)
+	z := &writerFuzz{t: t, data: data, logs: map[string]int{}, random: testobjects.NewRandom(int64(seed.Sum64()))}
 	header := z.next()
 	z.model = writerModel{
 		live:       map[string]modelObject{},
@@ -364,7 +379,7 @@ func (m *writerModel) addToRestart(cm *corev1.ConfigMap) {
 }
 
 func (m *writerModel) stored(cm *corev1.ConfigMap) modelObject {
-	return modelObject{uid: cm.UID, rv: cm.ResourceVersion, serial: cm.Data["serial"], transformed: m.transform == annotating}
+	return modelObject{uid: cm.UID, rv: cm.ResourceVersion, serial: cm.Data["serial"], transformed: m.transform == annotating, obj: cm}
 }
 
 func (z *writerFuzz) nextSerial() string {
@@ -386,7 +401,9 @@ func (z *writerFuzz) resourceVersion() string {
 }
 
 // object decodes an object byte (see rvLive and friends). Every decoded
-// object has its own serial, so the model can tell which one was stored.
+// object has its own serial, so the model can tell which one was stored,
+// and random contents (testobjects.Random: pointer times, times with
+// nanoseconds and zones, empty and nil maps).
 func (z *writerFuzz) object() *corev1.ConfigMap {
 	b := z.next()
 	name := fmt.Sprintf("cm-%d", b&7)
@@ -405,22 +422,46 @@ func (z *writerFuzz) object() *corev1.ConfigMap {
 		rv = strconv.Itoa(int(b>>6) + 1)
 	case rvEmpty:
 	}
-	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name, UID: uid, ResourceVersion: rv},
-		Data:       map[string]string{"serial": z.nextSerial()},
+	cm := &corev1.ConfigMap{}
+	z.random.Fill(cm)
+	cm.Namespace, cm.Name, cm.UID, cm.ResourceVersion = testNamespace, name, uid, rv
+	delete(cm.Annotations, "transformed")
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
 	}
+	cm.Data["serial"] = z.nextSerial()
+	return cm
 }
 
 // checkStore compares the store and the informer's state with the model.
 func (z *writerFuzz) checkStore(i int) {
 	t, m := z.t, &z.model
-	got := map[string]modelObject{}
+	got, want := map[string]modelObject{}, map[string]modelObject{}
 	for _, obj := range z.inf.GetStore().List() {
 		cm := obj.(*corev1.ConfigMap)
-		got[objKey(cm)] = modelObject{uid: cm.UID, rv: cm.ResourceVersion, serial: cm.Data["serial"], transformed: cm.Annotations["transformed"] == "yes"}
+		got[objKey(cm)] = modelObject{uid: cm.UID, rv: cm.ResourceVersion, serial: cm.Data["serial"], transformed: cm.Annotations["transformed"] == "yes", obj: cm}
 	}
-	if !maps.Equal(got, m.live) {
-		t.Fatalf("op %d: store\n%v\nwant\n%v", i, got, m.live)
+	for k, o := range m.live {
+		want[k] = o.identity()
+	}
+	if !maps.EqualFunc(got, want, func(g, w modelObject) bool { return g.identity() == w }) {
+		t.Fatalf("op %d: store\n%v\nwant\n%v", i, got, want)
+	}
+	// The contents too: the very object handed over in a plain store, its
+	// protobuf form in an encoded one (docs/compatibility.md).
+	for k, o := range got {
+		given := m.live[k].obj
+		if !m.encoded {
+			if o.obj != given {
+				t.Fatalf("op %d: the store holds another object for %s than the one handed to it", i, k)
+			}
+			continue
+		}
+		form := given.DeepCopy()
+		testobjects.ProtobufForm(reflect.ValueOf(form))
+		if !reflect.DeepEqual(o.obj, form) {
+			t.Fatalf("op %d: the encoded store returns for %s another object than the one handed to it:\n%s", i, k, objectDiff(form, o.obj))
+		}
 	}
 	if rv := z.inf.LastSyncResourceVersion(); rv != m.lastRV {
 		t.Fatalf("op %d: LastSyncResourceVersion %q, want %q", i, rv, m.lastRV)
