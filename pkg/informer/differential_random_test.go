@@ -127,7 +127,9 @@ type randomHistory struct {
 	covered  map[string]int             // what the history covered (see count)
 }
 
-func newRandomHistory(t *testing.T, k int, kind randomKind, seed int64, common []Option) *randomHistory {
+// newRandomServer returns a history on a fake server of kind holding 10
+// random objects, with no informer yet.
+func newRandomServer(t *testing.T, k int, kind randomKind, seed int64) *randomHistory {
 	h := &randomHistory{
 		t: t, kind: kind, index: k,
 		s:    fake.NewServer(kind.list),
@@ -139,6 +141,11 @@ func newRandomHistory(t *testing.T, k int, kind randomKind, seed int64, common [
 	for range 10 {
 		h.create()
 	}
+	return h
+}
+
+func newRandomHistory(t *testing.T, k int, kind randomKind, seed int64, common []Option) *randomHistory {
+	h := newRandomServer(t, k, kind, seed)
 	build := func(opts ...Option) (*SharedIndexInformer, *recorder) {
 		opts = append([]Option{WithBackoff(fastBackoff)}, append(slices.Clone(common), opts...)...)
 		inf := NewSharedIndexInformerWithOptions(h.s.ListerWatcher(), kind.example,
@@ -160,54 +167,69 @@ func newRandomHistory(t *testing.T, k int, kind randomKind, seed int64, common [
 }
 
 func (h *randomHistory) run(steps int) {
-	t := h.t
 	h.expected = len(h.live) // the initial list's adds
 	h.check("the initial list")
 	for step := range steps {
 		var what string
-		switch r := h.rng.IntN(100); {
-		case r < 15 || len(h.live) < 4:
-			what = "create " + h.create()
-		case r < 33:
-			what = "update of everything " + h.update(h.replaceAll)
-		case r < 48:
-			what = "update of pointer times " + h.update(h.changeTimes)
-		case r < 61:
-			what = "update of labels " + h.update(h.changeLabels)
-		case r < 73:
-			what = "update of nothing " + h.update(func(kruntime.Object) {})
-		case r < 88:
-			what = "delete " + h.delete()
-		default:
+		if r := h.rng.IntN(100); r < 88 || len(h.live) < 4 {
+			what = h.write(r)
+		} else {
 			what = "relist"
-			expected, before := h.expected, h.keys()
-			forceRelist(t, h.s, func() {
-				for range h.rng.IntN(3) {
-					h.create()
-				}
-				// At least one write: a relist at the watch's own
-				// resourceVersion is no relist (the watch resumes).
-				for range 1 + h.rng.IntN(2) {
-					h.update(h.replaceAll)
-					h.update(h.changeTimes)
-				}
-				for range h.rng.IntN(3) {
-					if len(h.live) > 1 {
-						h.delete()
-					}
-				}
-			})
-			// Every listed object is an add or an update, every one gone a
-			// delete (in place of the calls the writes counted).
-			// A delete of an object created since is none.
-			h.expected = expected + len(h.live)
-			for _, k := range before {
-				if _, ok := h.live[k]; !ok {
-					h.expected++
-				}
-			}
+			h.relist(forceRelist)
 		}
 		h.check(fmt.Sprintf("step %d (%s)", step, what))
+	}
+}
+
+// write makes the r-th (0 to 87) kind of write: a create, an update (of
+// everything, of pointer times, of labels, of nothing) or a delete, and
+// returns what it did.
+func (h *randomHistory) write(r int) string {
+	switch {
+	case r < 15 || len(h.live) < 4:
+		return "create " + h.create()
+	case r < 33:
+		return "update of everything " + h.update(h.replaceAll)
+	case r < 48:
+		return "update of pointer times " + h.update(h.changeTimes)
+	case r < 61:
+		return "update of labels " + h.update(h.changeLabels)
+	case r < 73:
+		return "update of nothing " + h.update(func(kruntime.Object) {})
+	default:
+		return "delete " + h.delete()
+	}
+}
+
+// relist makes the informers relist with force (forceRelist or
+// forceRelistHeld), creating, updating and deleting objects while their
+// watches are down.
+func (h *randomHistory) relist(force func(*testing.T, *fake.Server, func())) {
+	expected, before := h.expected, h.keys()
+	force(h.t, h.s, func() {
+		for range h.rng.IntN(3) {
+			h.create()
+		}
+		// At least one write: a relist at the watch's own
+		// resourceVersion is no relist (the watch resumes).
+		for range 1 + h.rng.IntN(2) {
+			h.update(h.replaceAll)
+			h.update(h.changeTimes)
+		}
+		for range h.rng.IntN(3) {
+			if len(h.live) > 1 {
+				h.delete()
+			}
+		}
+	})
+	// Every listed object is an add or an update, every one gone a
+	// delete (in place of the calls the writes counted).
+	// A delete of an object created since is none.
+	h.expected = expected + len(h.live)
+	for _, k := range before {
+		if _, ok := h.live[k]; !ok {
+			h.expected++
+		}
 	}
 }
 
@@ -374,9 +396,9 @@ func (h *randomHistory) check(when string) {
 		// calls (one per key) by key.
 		w, g := sortedCalls(want[h.checked:]), sortedCalls(got[h.checked:])
 		for j := range w {
-			h.compareCall(when, v, w[j], g[j])
+			compareCall(t, when, v.name, w[j], g[j], func(obj any, decoded bool) any { return h.form(v, obj, decoded) })
 		}
-		h.compareReads(when, v, h.infs[i], w)
+		compareReads(t, when, v.name, h.plain.GetIndexer(), h.infs[i].GetIndexer(), w, func(obj any) any { return h.form(v, obj, true) })
 	}
 	for _, c := range want[h.checked:] {
 		h.count(c)
@@ -436,27 +458,30 @@ func (h *randomHistory) form(v randomVariant, obj any, decoded bool) any {
 	return o
 }
 
-func (h *randomHistory) compareCall(when string, v randomVariant, w, g call) {
-	t := h.t
+// compareCall compares g, a call the handler of informer name received,
+// with w, the reference informer's: op, key, resourceVersions, initial
+// list and tombstone, and its objects with form's of w's (decoded: the
+// object is a decode, not the one a live delete's watch event carried).
+func compareCall(t *testing.T, when, name string, w, g call, form func(obj any, decoded bool) any) {
 	t.Helper()
 	if w.op != g.op || w.key != g.key || w.rv != g.rv || w.oldRV != g.oldRV || w.initial != g.initial || w.tombstone != g.tombstone {
-		t.Fatalf("%s: %s: the handler received %s %s at %s from %s (initial %v, tombstone %v), the plain informer's %s %s at %s from %s (initial %v, tombstone %v)",
-			when, v.name, g.op, g.key, g.rv, g.oldRV, g.initial, g.tombstone, w.op, w.key, w.rv, w.oldRV, w.initial, w.tombstone)
+		t.Fatalf("%s: %s: the handler received %s %s at %s from %s (initial %v, tombstone %v), the reference informer's %s %s at %s from %s (initial %v, tombstone %v)",
+			when, name, g.op, g.key, g.rv, g.oldRV, g.initial, g.tombstone, w.op, w.key, w.rv, w.oldRV, w.initial, w.tombstone)
 	}
 	// A live delete's object is the one the watch delivered, not a decode.
 	decoded := w.op != "delete" || w.tombstone
-	if want := h.form(v, w.obj, decoded); !reflect.DeepEqual(g.obj, want) {
-		t.Fatalf("%s: %s: the %s of %s handed the handler another object than the plain informer's:\n%s", when, v.name, g.op, g.key, objectDiff(want, g.obj))
+	if want := form(w.obj, decoded); !reflect.DeepEqual(g.obj, want) {
+		t.Fatalf("%s: %s: the %s of %s handed the handler another object than the reference informer's:\n%s", when, name, g.op, g.key, objectDiff(want, g.obj))
 	}
-	if want := h.form(v, w.old, true); !reflect.DeepEqual(g.old, want) {
-		t.Fatalf("%s: %s: the %s of %s handed the handler another old object than the plain informer's:\n%s", when, v.name, g.op, g.key, objectDiff(want, g.old))
+	if want := form(w.old, true); !reflect.DeepEqual(g.old, want) {
+		t.Fatalf("%s: %s: the %s of %s handed the handler another old object than the reference informer's:\n%s", when, name, g.op, g.key, objectDiff(want, g.old))
 	}
 }
 
-// compareReads compares List, ListKeys, GetByKey and ByIndex of inf with
-// the plain informer's.
-func (h *randomHistory) compareReads(when string, v randomVariant, inf *SharedIndexInformer, calls []call) {
-	t := h.t
+// compareReads compares List, ListKeys, GetByKey (of the keys of calls)
+// and ByIndex (of every namespace) of the indexer of informer name with
+// ref's, the reference informer's, whose objects it must hold in form's.
+func compareReads(t *testing.T, when, name string, ref, inf toolscache.Indexer, calls []call, form func(obj any) any) {
 	t.Helper()
 	byKey := func(objs []any) map[string]any {
 		m := map[string]any{}
@@ -469,17 +494,17 @@ func (h *randomHistory) compareReads(when string, v randomVariant, inf *SharedIn
 		t.Helper()
 		w, g := byKey(want), byKey(got)
 		if len(want) != len(got) || !slices.Equal(slices.Sorted(maps.Keys(w)), slices.Sorted(maps.Keys(g))) {
-			t.Fatalf("%s: %s: %s returned keys %v, the plain informer's %v", when, v.name, what, slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)))
+			t.Fatalf("%s: %s: %s returned keys %v, the reference informer's %v", when, name, what, slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)))
 		}
 		for k, o := range w {
-			if want := h.form(v, o, true); !reflect.DeepEqual(g[k], want) {
-				t.Fatalf("%s: %s: %s returned another %s than the plain informer's:\n%s", when, v.name, what, k, objectDiff(want, g[k]))
+			if want := form(o); !reflect.DeepEqual(g[k], want) {
+				t.Fatalf("%s: %s: %s returned another %s than the reference informer's:\n%s", when, name, what, k, objectDiff(want, g[k]))
 			}
 		}
 	}
-	compare("List", h.plain.GetStore().List(), inf.GetStore().List())
-	if w, g := slices.Sorted(slices.Values(h.plain.GetStore().ListKeys())), slices.Sorted(slices.Values(inf.GetStore().ListKeys())); !slices.Equal(w, g) {
-		t.Fatalf("%s: %s: ListKeys returned %v, the plain informer's %v", when, v.name, g, w)
+	compare("List", ref.List(), inf.List())
+	if w, g := slices.Sorted(slices.Values(ref.ListKeys())), slices.Sorted(slices.Values(inf.ListKeys())); !slices.Equal(w, g) {
+		t.Fatalf("%s: %s: ListKeys returned %v, the reference informer's %v", when, name, g, w)
 	}
 	// Get the step's keys (List returned every object).
 	keys := []string{"ns-0/missing"}
@@ -487,24 +512,23 @@ func (h *randomHistory) compareReads(when string, v randomVariant, inf *SharedIn
 		keys = append(keys, c.key)
 	}
 	for _, k := range keys {
-		w, wok, werr := h.plain.GetStore().GetByKey(k)
-		g, gok, gerr := inf.GetStore().GetByKey(k)
+		w, wok, werr := ref.GetByKey(k)
+		g, gok, gerr := inf.GetByKey(k)
 		if wok != gok || (werr == nil) != (gerr == nil) {
-			t.Fatalf("%s: %s: GetByKey(%s) found %v (%v), the plain informer's %v (%v)", when, v.name, k, gok, gerr, wok, werr)
+			t.Fatalf("%s: %s: GetByKey(%s) found %v (%v), the reference informer's %v (%v)", when, name, k, gok, gerr, wok, werr)
 		}
 		if wok {
 			compare("GetByKey("+k+")", []any{w}, []any{g})
 		}
 	}
-	// One namespace a step.
-	{
-		name := fmt.Sprintf("ns-%d", len(calls)%3)
-		w, werr := h.plain.GetIndexer().ByIndex(toolscache.NamespaceIndex, name)
-		g, gerr := inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, name)
+	for i := range 3 {
+		ns := fmt.Sprintf("ns-%d", i)
+		w, werr := ref.ByIndex(toolscache.NamespaceIndex, ns)
+		g, gerr := inf.ByIndex(toolscache.NamespaceIndex, ns)
 		if werr != nil || gerr != nil {
-			t.Fatalf("%s: %s: ByIndex(%s): %v, the plain informer's %v", when, v.name, name, gerr, werr)
+			t.Fatalf("%s: %s: ByIndex(%s): %v, the reference informer's %v", when, name, ns, gerr, werr)
 		}
-		compare("ByIndex("+name+")", w, g)
+		compare("ByIndex("+ns+")", w, g)
 	}
 }
 
