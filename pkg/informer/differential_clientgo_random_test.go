@@ -31,8 +31,11 @@ var clientGoVariants = []struct {
 // cache.NewSharedIndexInformer and ours (clientGoVariants) on one fake API
 // server, for every kind testobjects.Random makes, through a seeded history
 // of creates, updates (of everything, of pointer times, of labels, of
-// nothing but the resourceVersion), deletes and one relist forced by a 410
-// with creates, updates and deletes made while the watches were down.
+// nothing but the resourceVersion), deletes, deletes and creates under the
+// same name (another UID), creates under deleted objects' names, and one
+// relist forced by a 410 with creates, updates, deletes and deletes and
+// creates under the same name made while the watches were down, followed
+// for every other kind by another as soon as every informer listed.
 // After every step each of our handlers must have received client-go's
 // calls: op, key, resourceVersions, isInInitialList, tombstones (first in
 // a relist; see relistOrder for the order of a list's calls), and the same
@@ -43,8 +46,8 @@ var clientGoVariants = []struct {
 // client-go's objects.
 //
 // client-go's reflector waits 0.8 s and more, doubling, before each relist
-// (its backoff cannot be set through an informer): one relist per kind, the
-// kinds at once.
+// (its backoff cannot be set through an informer): one relist per kind, two
+// for every other kind (1.6 s and more for the second), the kinds at once.
 func TestDifferentialClientGoRandomObjects(t *testing.T) {
 	steps := 24
 	if testing.Short() {
@@ -54,7 +57,8 @@ func TestDifferentialClientGoRandomObjects(t *testing.T) {
 	t.Cleanup(func() {
 		t.Logf("covered: %v", covered)
 		for _, what := range []string{"initial add", "add", "update of labels", "update of other fields", "update of nothing",
-			"delete", "relist add", "relist update", "relist update of an unchanged object", "relist delete"} {
+			"delete", "relist add", "relist update", "relist update of an unchanged object", "relist delete",
+			"add of a deleted key", "relist update to another UID", "back-to-back relists"} {
 			if covered[what] == 0 && !t.Failed() {
 				t.Errorf("the histories had no %s", what)
 			}
@@ -117,7 +121,8 @@ func newClientGoDifferential(t *testing.T, k int, kind randomKind) *clientGoDiff
 }
 
 // run makes steps steps, one of them (at a seeded place past the first
-// quarter) a relist, and checks after each.
+// quarter) a relist, followed at once by another for every other kind,
+// and checks after each.
 func (d *clientGoDifferential) run(steps int) {
 	h := d.h
 	h.expected = len(h.live) // the initial list's adds
@@ -127,11 +132,21 @@ func (d *clientGoDifferential) run(steps int) {
 		what := "relist"
 		if step == relistAt {
 			h.relist(forceRelistHeld)
+			if h.index%2 == 1 {
+				what = "back-to-back relists"
+				h.relistAgain(forceRelistHeld, d.listed)
+			}
 		} else {
 			what = h.write(h.rng.IntN(88))
 		}
 		d.check(fmt.Sprintf("step %d (%s)", step, what), step == relistAt)
 	}
+}
+
+// listed waits until every informer has listed at the server's
+// resourceVersion.
+func (d *clientGoDifferential) listed(when string) {
+	waitListed(d.h.t, when, d.h.s.ResourceVersion(), append([]toolscache.SharedIndexInformer{d.theirs}, toSharedIndexInformers(d.ours)...))
 }
 
 // check waits until every informer reached the server's resourceVersion
@@ -162,14 +177,21 @@ func (d *clientGoDifferential) check(when string, relist bool) {
 	if len(want) != h.expected {
 		t.Fatalf("%s: client-go's handler received %d calls, want %d", when, len(want), h.expected)
 	}
-	w := relistOrder(t, when, "client-go", want[d.checked:])
+	// Each relist's calls apart (back-to-back relists).
+	var w []call
+	for _, seg := range segments(want[d.checked:], d.checked, h.marks) {
+		w = append(w, relistOrder(t, when, "client-go", seg)...)
+	}
 	identity := func(obj any, _ bool) any { return obj }
 	for i, v := range clientGoVariants {
 		got := d.ourRecs[i].snapshot()
 		if len(got) != len(want) {
 			t.Fatalf("%s: %s: the handler received %d calls, client-go's %d", when, v.name, len(got), len(want))
 		}
-		g := relistOrder(t, when, v.name, got[d.checked:])
+		var g []call
+		for _, seg := range segments(got[d.checked:], d.checked, h.marks) {
+			g = append(g, relistOrder(t, when, v.name, seg)...)
+		}
 		for j := range w {
 			compareCall(t, when, v.name, w[j], g[j], identity)
 		}
@@ -178,7 +200,10 @@ func (d *clientGoDifferential) check(when string, relist bool) {
 	for _, c := range w {
 		d.count(c, relist)
 	}
-	d.checked = len(want)
+	for what, n := range h.covered {
+		d.covered[what] += n
+	}
+	d.checked, h.marks, h.covered = len(want), nil, map[string]int{}
 }
 
 // relistOrder returns a step's calls with their tombstones, which must
@@ -187,7 +212,8 @@ func (d *clientGoDifferential) check(when string, relist bool) {
 // adds and updates in list order from a LIST but in map order from a
 // streamed list (its reflector collects the stream in a temporary store
 // and hands the store its List()), which it makes by default
-// (WatchListClient). A step's calls are one per key.
+// (WatchListClient). A relist's calls are one per key; a write's too, or
+// a delete and then an add (the sort is stable).
 func relistOrder(t *testing.T, when, name string, calls []call) []call {
 	t.Helper()
 	n := 0
@@ -208,6 +234,9 @@ func relistOrder(t *testing.T, when, name string, calls []call) []call {
 
 // count counts what the history covered, from client-go's calls.
 func (d *clientGoDifferential) count(c call, relist bool) {
+	if recreated(c, d.h.deleted) {
+		d.covered["add of a deleted key"]++
+	}
 	what := c.op
 	switch {
 	case c.op == "add" && c.initial:
@@ -216,6 +245,8 @@ func (d *clientGoDifferential) count(c call, relist bool) {
 		what = "relist delete"
 	case c.op == "update" && c.rv == c.oldRV:
 		what = "relist update of an unchanged object"
+	case c.op == "update" && accessor(c.old.(kruntime.Object)).GetUID() != accessor(c.obj.(kruntime.Object)).GetUID():
+		what = "relist update to another UID"
 	case c.op == "update" && relist:
 		what = "relist update"
 	case c.op == "update":

@@ -73,9 +73,12 @@ var randomVariants = []randomVariant{
 // testobjects.Random makes (pointer times set, times with nanoseconds and
 // zones), through a seeded history of creates, updates (of everything, of
 // pointer times only, of labels only, of nothing but the resourceVersion),
-// deletes and relists. After every step each handler must have received
-// what the plain informer's received, and every read (List, GetByKey,
-// ByIndex) must return what the plain informer's returns: equal objects,
+// deletes, deletes and creates under the same name (another UID; also while
+// the watches are down, which a relist tells as an update), creates under
+// deleted objects' names, relists and back-to-back relists (the second 410
+// as soon as every informer listed). After every step each handler must
+// have received what the plain informer's received, and every read (List,
+// GetByKey, ByIndex) must return what the plain informer's returns: equal objects,
 // in the protobuf form for the encoded store and with the kind under the
 // read kind (docs/compatibility.md, "Encoded store"), but for a live
 // delete's object, which is the one the watch delivered.
@@ -87,7 +90,8 @@ func TestDifferentialEncodedStoreRandomObjects(t *testing.T) {
 	covered := map[string]int{}
 	t.Cleanup(func() {
 		t.Logf("covered: %v", covered)
-		for _, what := range []string{"relist delete", "relist reuse", "update the encoded store sees as none", "update of labels", "update of a pointer time"} {
+		for _, what := range []string{"relist delete", "relist reuse", "update the encoded store sees as none", "update of labels", "update of a pointer time",
+			"update to another UID", "add of a deleted key", "back-to-back relists"} {
 			if covered[what] == 0 && !t.Failed() {
 				t.Errorf("the histories had no %s", what)
 			}
@@ -121,10 +125,17 @@ type randomHistory struct {
 	recs     []*recorder
 
 	live     map[string]kruntime.Object // the server's objects by key, as it returned them
+	gone     []string                   // the keys of deleted objects, for creates to take again
 	next     int                        // the next object's number
 	expected int                        // the handler calls every informer must have received
 	checked  int                        // the calls compared so far
-	covered  map[string]int             // what the history covered (see count)
+	// The handler calls every informer had received when the second of
+	// back-to-back relists began, since the last check: a check compares
+	// each relist's calls apart (each comes in no fixed order, tombstones
+	// first).
+	marks   []int
+	deleted map[string]bool // keys the calls compared so far deleted (see count)
+	covered map[string]int  // what the history covered (see count)
 }
 
 // newRandomServer returns a history on a fake server of kind holding 10
@@ -135,11 +146,11 @@ func newRandomServer(t *testing.T, k int, kind randomKind, seed int64) *randomHi
 		s:    fake.NewServer(kind.list),
 		g:    testobjects.NewRandom(seed),
 		rng:  rand.New(rand.NewPCG(uint64(seed), 1)),
-		live: map[string]kruntime.Object{}, covered: map[string]int{},
+		live: map[string]kruntime.Object{}, deleted: map[string]bool{}, covered: map[string]int{},
 	}
 	t.Cleanup(h.s.Close)
 	for range 10 {
-		h.create()
+		h.create("")
 	}
 	return h
 }
@@ -176,18 +187,27 @@ func (h *randomHistory) run(steps int) {
 		} else {
 			what = "relist"
 			h.relist(forceRelist)
+			if h.rng.IntN(3) == 0 {
+				what = "back-to-back relists"
+				h.relistAgain(forceRelist, h.listed)
+			}
 		}
 		h.check(fmt.Sprintf("step %d (%s)", step, what))
 	}
 }
 
-// write makes the r-th (0 to 87) kind of write: a create, an update (of
-// everything, of pointer times, of labels, of nothing) or a delete, and
-// returns what it did.
+// write makes the r-th (0 to 87) kind of write: a create (under a new
+// name or, one in three, a deleted object's), an update (of everything, of
+// pointer times, of labels, of nothing), a delete, or a delete and a create
+// under the same name (delete then add events for one key), and returns
+// what it did.
 func (h *randomHistory) write(r int) string {
 	switch {
 	case r < 15 || len(h.live) < 4:
-		return "create " + h.create()
+		if len(h.gone) > 0 && h.rng.IntN(3) == 0 {
+			return "create again " + h.create(h.gone[h.rng.IntN(len(h.gone))])
+		}
+		return "create " + h.create("")
 	case r < 33:
 		return "update of everything " + h.update(h.replaceAll)
 	case r < 48:
@@ -196,19 +216,28 @@ func (h *randomHistory) write(r int) string {
 		return "update of labels " + h.update(h.changeLabels)
 	case r < 73:
 		return "update of nothing " + h.update(func(kruntime.Object) {})
-	default:
+	case r < 82:
 		return "delete " + h.delete()
+	default:
+		return "delete and create again " + h.recreate()
 	}
 }
 
 // relist makes the informers relist with force (forceRelist or
-// forceRelistHeld), creating, updating and deleting objects while their
-// watches are down.
+// forceRelistHeld), creating, updating, deleting and deleting and
+// creating again (under the same name, with another UID) objects while
+// their watches are down.
 func (h *randomHistory) relist(force func(*testing.T, *fake.Server, func())) {
 	expected, before := h.expected, h.keys()
 	force(h.t, h.s, func() {
 		for range h.rng.IntN(3) {
-			h.create()
+			h.create("")
+		}
+		// Found under a known key, a new object is an update of the old
+		// one (client-go's Replace tells no delete for a listed key), and
+		// relist reuse must not keep the old one.
+		for range h.rng.IntN(3) {
+			h.recreate()
 		}
 		// At least one write: a relist at the watch's own
 		// resourceVersion is no relist (the watch resumes).
@@ -224,13 +253,64 @@ func (h *randomHistory) relist(force func(*testing.T, *fake.Server, func())) {
 	})
 	// Every listed object is an add or an update, every one gone a
 	// delete (in place of the calls the writes counted).
-	// A delete of an object created since is none.
+	// A delete of an object created since is none, nor is that of one
+	// created again.
 	h.expected = expected + len(h.live)
 	for _, k := range before {
 		if _, ok := h.live[k]; !ok {
 			h.expected++
 		}
 	}
+}
+
+// relistAgain makes a relist (relist) as soon as every informer has
+// listed for the one before (listed waits for that): the watch each opens
+// after its list gets the next 410, while handlers may still be receiving
+// the first relist's calls.
+func (h *randomHistory) relistAgain(force func(*testing.T, *fake.Server, func()), listed func(when string)) {
+	listed("the first of back-to-back relists")
+	h.marks = append(h.marks, h.expected)
+	h.relist(force)
+	h.covered["back-to-back relists"]++
+}
+
+// listed waits until every informer has listed at the server's
+// resourceVersion.
+func (h *randomHistory) listed(when string) {
+	waitListed(h.t, when, h.s.ResourceVersion(), append([]toolscache.SharedIndexInformer{h.plain}, toSharedIndexInformers(h.infs)...))
+}
+
+func toSharedIndexInformers(infs []*SharedIndexInformer) []toolscache.SharedIndexInformer {
+	out := make([]toolscache.SharedIndexInformer, len(infs))
+	for i, inf := range infs {
+		out[i] = inf
+	}
+	return out
+}
+
+// waitListed waits until every one of infs is at resourceVersion rv.
+func waitListed(t *testing.T, when, rv string, infs []toolscache.SharedIndexInformer) {
+	t.Helper()
+	for i, inf := range infs {
+		deadline := time.Now().Add(20 * time.Second)
+		for inf.LastSyncResourceVersion() != rv {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: informer %d is at %q, want %q", when, i, inf.LastSyncResourceVersion(), rv)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// segments splits calls, the calls since the check before, which came
+// from calls number from on, at marks (see randomHistory.marks).
+func segments(calls []call, from int, marks []int) [][]call {
+	var out [][]call
+	for _, m := range marks {
+		out = append(out, calls[:m-from])
+		calls, from = calls[m-from:], m
+	}
+	return append(out, calls)
 }
 
 func (h *randomHistory) keys() []string { return slices.Sorted(maps.Keys(h.live)) }
@@ -240,16 +320,33 @@ func (h *randomHistory) pick() string {
 	return keys[h.rng.IntN(len(keys))]
 }
 
-// create creates a new random object of the kind and returns its key.
-func (h *randomHistory) create() string {
+// create creates a new random object of the kind, with its own UID, under
+// key k (a deleted object's) or, if k is empty, a new one, and returns its
+// key.
+func (h *randomHistory) create(k string) string {
 	obj := h.g.Object(h.index + testobjects.RandomKinds*h.next)
 	h.next++
-	accessor(obj).SetResourceVersion("")
+	m := accessor(obj)
+	m.SetResourceVersion("")
+	if k != "" {
+		ns, name, err := toolscache.SplitMetaNamespaceKey(k)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		m.SetNamespace(ns)
+		m.SetName(name)
+	}
 	out := mustCreate(h.t, h.s, obj)
-	k := objKey(out)
+	k = objKey(out)
 	h.live[k] = out
+	h.gone = slices.DeleteFunc(h.gone, func(g string) bool { return g == k })
 	h.expected++
 	return k
+}
+
+// recreate deletes a live object and creates another under its name.
+func (h *randomHistory) recreate() string {
+	return h.create(h.delete())
 }
 
 // update changes a copy of a live object with change and stores it.
@@ -270,6 +367,7 @@ func (h *randomHistory) delete() string {
 		h.t.Fatal(err)
 	}
 	delete(h.live, k)
+	h.gone = append(h.gone, k)
 	h.expected++
 	return k
 }
@@ -392,25 +490,34 @@ func (h *randomHistory) check(when string) {
 		if len(got) != len(want) {
 			t.Fatalf("%s: %s: the handler received %d calls, the plain informer's %d", when, v.name, len(got), len(want))
 		}
-		// A relist's calls come in no fixed order: compare the step's
-		// calls (one per key) by key.
-		w, g := sortedCalls(want[h.checked:]), sortedCalls(got[h.checked:])
-		for j := range w {
-			compareCall(t, when, v.name, w[j], g[j], func(obj any, decoded bool) any { return h.form(v, obj, decoded) })
+		// A relist's calls come in no fixed order: compare the calls of
+		// each relist (one per key) and of a write (one per key, or a
+		// delete and an add) by key.
+		ws, gs := segments(want[h.checked:], h.checked, h.marks), segments(got[h.checked:], h.checked, h.marks)
+		for s := range ws {
+			w, g := sortedCalls(ws[s]), sortedCalls(gs[s])
+			for j := range w {
+				compareCall(t, when, v.name, w[j], g[j], func(obj any, decoded bool) any { return h.form(v, obj, decoded) })
+			}
 		}
-		compareReads(t, when, v.name, h.plain.GetIndexer(), h.infs[i].GetIndexer(), w, func(obj any) any { return h.form(v, obj, true) })
+		compareReads(t, when, v.name, h.plain.GetIndexer(), h.infs[i].GetIndexer(), want[h.checked:], func(obj any) any { return h.form(v, obj, true) })
 	}
 	for _, c := range want[h.checked:] {
 		h.count(c)
 	}
-	h.checked = len(want)
+	h.checked, h.marks = len(want), nil
 }
 
 // count counts what the history covered.
 func (h *randomHistory) count(c call) {
+	if recreated(c, h.deleted) {
+		h.covered["add of a deleted key"]++
+	}
 	switch {
 	case c.tombstone:
 		h.covered["relist delete"]++
+	case c.op == "update" && accessor(c.old.(kruntime.Object)).GetUID() != accessor(c.obj.(kruntime.Object)).GetUID():
+		h.covered["update to another UID"]++
 	case c.op == "update" && c.old == c.obj:
 		h.covered["relist reuse"]++
 	case c.op == "update" && c.rv != c.oldRV:
@@ -431,6 +538,18 @@ func (h *randomHistory) count(c call) {
 			h.covered["update of a pointer time"]++
 		}
 	}
+}
+
+// recreated reports whether c is the add of a key that deleted holds,
+// and records c's key in deleted if c deletes it.
+func recreated(c call, deleted map[string]bool) bool {
+	switch c.op {
+	case "delete":
+		deleted[c.key] = true
+	case "add":
+		return deleted[c.key]
+	}
+	return false
 }
 
 func sortedCalls(calls []call) []call {
