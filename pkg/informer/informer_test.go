@@ -37,18 +37,7 @@ func newInformer(s *fake.Server, resync time.Duration, opts ...Option) *SharedIn
 // changes the server, history is compacted, and the next watch answers 410.
 func forceRelist(t *testing.T, s *fake.Server, mutate func()) {
 	t.Helper()
-	s.SetFault(func(_ context.Context, req fake.Request) error {
-		if req.Verb == "watch" {
-			return fake.ConnectionRefused()
-		}
-		return nil
-	})
-	s.CloseWatches()
-	if mutate != nil {
-		mutate()
-	}
-	s.Compact()
-	s.SetFault(nil)
+	cutForRelist(s, false, mutate)
 }
 
 // forceRelistHeld is forceRelist with the watches held rather than
@@ -58,16 +47,26 @@ func forceRelist(t *testing.T, s *fake.Server, mutate func()) {
 // this halves what a relist costs a test of client-go's informer.
 func forceRelistHeld(t *testing.T, s *fake.Server, mutate func()) {
 	t.Helper()
+	cutForRelist(s, true, mutate)
+}
+
+// cutForRelist cuts the watches and, until mutate has run and history is
+// compacted, refuses watch requests or, hold, keeps them waiting.
+func cutForRelist(s *fake.Server, hold bool, mutate func()) {
 	release := make(chan struct{})
 	s.SetFault(func(ctx context.Context, req fake.Request) error {
-		if req.Verb == "watch" {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+		switch {
+		case req.Verb != "watch":
+			return nil
+		case !hold:
+			return fake.ConnectionRefused()
 		}
-		return nil
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	})
 	s.CloseWatches()
 	if mutate != nil {
