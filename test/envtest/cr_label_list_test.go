@@ -78,11 +78,7 @@ var _ = Describe("label-selector Lists of the encoded store", func() {
 		}
 		// n is how many Secrets the query matches, -1 if that depends on
 		// what other specs left in the cluster.
-		queries := []struct {
-			name string
-			n    int
-			opts []client.ListOption
-		}{
+		queries := []crQuery{
 			{"equality", 8, []client.ListOption{client.MatchingLabels(with("app", "web"))}},
 			{"equality, ==", 6, []client.ListOption{client.MatchingLabelsSelector{Selector: selector("app==db,h11-run=" + ns1)}}},
 			{"inequality", 10, []client.ListOption{client.MatchingLabelsSelector{Selector: selector("app!=web,h11-run=" + ns1)}}},
@@ -100,11 +96,7 @@ var _ = Describe("label-selector Lists of the encoded store", func() {
 			{"absent namespace", 0, []client.ListOption{client.InNamespace("absent"), client.MatchingLabels(run)}},
 			{"no selector", 11, []client.ListOption{client.InNamespace(ns1)}},
 		}
-		limited := []struct {
-			name  string
-			opts  []client.ListOption
-			limit int64
-		}{
+		limited := []crLimitedQuery{
 			{"Limit below the matches", []client.ListOption{client.MatchingLabels(with("app", "web"))}, 3},
 			{"Limit above the matches", []client.ListOption{client.MatchingLabels(with("app", "web"))}, 100},
 			{"Limit in a namespace", []client.ListOption{client.InNamespace(ns1), client.MatchingLabels(run)}, 1},
@@ -112,34 +104,7 @@ var _ = Describe("label-selector Lists of the encoded store", func() {
 		}
 
 		for _, kind := range crListKinds() {
-			for _, q := range queries {
-				By(fmt.Sprintf("%s, %s", kind.name, q.name))
-				Eventually(func(g Gomega) {
-					want := crListWith(ctx, g, caches["controller-runtime"], kind.newList, q.opts)
-					if q.n >= 0 {
-						g.Expect(want.items).To(HaveLen(q.n))
-					}
-					for name, c := range caches {
-						got := crListWith(ctx, g, c, kind.newList, q.opts)
-						g.Expect(got).To(Equal(want), "%s, %s: the %s cache", kind.name, q.name, name)
-					}
-				}).WithTimeout(crTimeout).Should(Succeed())
-			}
-			for _, q := range limited {
-				By(fmt.Sprintf("%s, %s", kind.name, q.name))
-				Eventually(func(g Gomega) {
-					all := crListWith(ctx, g, caches["controller-runtime"], kind.newList, q.opts)
-					opts := append(slices.Clone(q.opts), client.Limit(q.limit))
-					want := crListWith(ctx, g, caches["controller-runtime"], kind.newList, opts)
-					g.Expect(want.items).To(HaveLen(min(int(q.limit), len(all.items))))
-					for name, c := range caches {
-						got := crListWith(ctx, g, c, kind.newList, opts)
-						g.Expect(got.items).To(HaveLen(len(want.items)), "%s, %s: the %s cache", kind.name, q.name, name)
-						g.Expect(all.items).To(ContainElements(got.items), "%s, %s: the %s cache", kind.name, q.name, name)
-						g.Expect(got.continueToken).To(Equal(want.continueToken))
-					}
-				}).WithTimeout(crTimeout).Should(Succeed())
-			}
+			crExpectSameLists(ctx, caches, kind, queries, limited)
 
 			By(kind.name + ": a continue token and a field selector are controller-runtime's errors")
 			for _, opts := range [][]client.ListOption{
@@ -160,6 +125,57 @@ var _ = Describe("label-selector Lists of the encoded store", func() {
 type crListKind struct {
 	name    string
 	newList func() client.ObjectList
+}
+
+// crQuery is a List's options and how many objects controller-runtime's
+// cache must answer (-1: not checked).
+type crQuery struct {
+	name string
+	n    int
+	opts []client.ListOption
+}
+
+// crLimitedQuery is a List's options, listed again with a Limit.
+type crLimitedQuery struct {
+	name  string
+	opts  []client.ListOption
+	limit int64
+}
+
+// crExpectSameLists checks that every one of caches answers kind's queries
+// as controller-runtime's cache does; with a Limit, as many objects as
+// controller-runtime's, all among the unlimited answer, and the same
+// continue token.
+func crExpectSameLists(ctx context.Context, caches map[string]cache.Cache, kind crListKind, queries []crQuery, limited []crLimitedQuery) {
+	GinkgoHelper()
+	for _, q := range queries {
+		By(fmt.Sprintf("%s, %s", kind.name, q.name))
+		Eventually(func(g Gomega) {
+			want := crListWith(ctx, g, caches["controller-runtime"], kind.newList, q.opts)
+			if q.n >= 0 {
+				g.Expect(want.items).To(HaveLen(q.n))
+			}
+			for name, c := range caches {
+				got := crListWith(ctx, g, c, kind.newList, q.opts)
+				g.Expect(got).To(Equal(want), "%s, %s: the %s cache", kind.name, q.name, name)
+			}
+		}).WithTimeout(crTimeout).Should(Succeed())
+	}
+	for _, q := range limited {
+		By(fmt.Sprintf("%s, %s", kind.name, q.name))
+		Eventually(func(g Gomega) {
+			all := crListWith(ctx, g, caches["controller-runtime"], kind.newList, q.opts)
+			opts := append(slices.Clone(q.opts), client.Limit(q.limit))
+			want := crListWith(ctx, g, caches["controller-runtime"], kind.newList, opts)
+			g.Expect(want.items).To(HaveLen(min(int(q.limit), len(all.items))))
+			for name, c := range caches {
+				got := crListWith(ctx, g, c, kind.newList, opts)
+				g.Expect(got.items).To(HaveLen(len(want.items)), "%s, %s: the %s cache", kind.name, q.name, name)
+				g.Expect(all.items).To(ContainElements(got.items), "%s, %s: the %s cache", kind.name, q.name, name)
+				g.Expect(got.continueToken).To(Equal(want.continueToken))
+			}
+		}).WithTimeout(crTimeout).Should(Succeed())
+	}
 }
 
 func crListKinds() []crListKind {

@@ -115,11 +115,7 @@ var _ = Describe("controller-runtime's reader options", func() {
 		}
 		// n is how many Secrets the query matches, -1 if that depends on
 		// what other specs left in the cluster.
-		queries := []struct {
-			name string
-			n    int
-			opts []client.ListOption
-		}{
+		queries := []crQuery{
 			{"one field, cluster-wide", -1, []client.ListOption{field("color", "red")}},
 			{"one field and a label, cluster-wide", 8, []client.ListOption{field("color", "red"), client.MatchingLabels(run)}},
 			{"one field, in a namespace", 4, []client.ListOption{client.InNamespace(ns2), field("color", "red")}},
@@ -128,43 +124,12 @@ var _ = Describe("controller-runtime's reader options", func() {
 			{"two fields, no match", 0, []client.ListOption{client.InNamespace(ns1), field("color", "red", "size", "big")}},
 			{"one field, no value", 0, []client.ListOption{client.InNamespace(ns1), field("color", "green")}},
 		}
-		limited := []struct {
-			name  string
-			opts  []client.ListOption
-			limit int64
-		}{
+		limited := []crLimitedQuery{
 			{"Limit of a field", []client.ListOption{client.InNamespace(ns1), field("color", "blue")}, 3},
 			{"Limit of two fields and a label", []client.ListOption{field("color", "blue", "size", "big"), client.MatchingLabels(run)}, 4},
 		}
 		for _, kind := range crListKinds() {
-			for _, q := range queries {
-				By(fmt.Sprintf("%s, %s", kind.name, q.name))
-				Eventually(func(g Gomega) {
-					want := crListWith(ctx, g, caches["controller-runtime"], kind.newList, q.opts)
-					if q.n >= 0 {
-						g.Expect(want.items).To(HaveLen(q.n))
-					}
-					for name, c := range caches {
-						got := crListWith(ctx, g, c, kind.newList, q.opts)
-						g.Expect(got).To(Equal(want), "%s, %s: the %s cache", kind.name, q.name, name)
-					}
-				}).WithTimeout(crTimeout).Should(Succeed())
-			}
-			for _, q := range limited {
-				By(fmt.Sprintf("%s, %s", kind.name, q.name))
-				Eventually(func(g Gomega) {
-					all := crListWith(ctx, g, caches["controller-runtime"], kind.newList, q.opts)
-					opts := append(slices.Clone(q.opts), client.Limit(q.limit))
-					want := crListWith(ctx, g, caches["controller-runtime"], kind.newList, opts)
-					g.Expect(want.items).To(HaveLen(min(int(q.limit), len(all.items))))
-					for name, c := range caches {
-						got := crListWith(ctx, g, c, kind.newList, opts)
-						g.Expect(got.items).To(HaveLen(len(want.items)), "%s, %s: the %s cache", kind.name, q.name, name)
-						g.Expect(all.items).To(ContainElements(got.items), "%s, %s: the %s cache", kind.name, q.name, name)
-						g.Expect(got.continueToken).To(Equal(want.continueToken))
-					}
-				}).WithTimeout(crTimeout).Should(Succeed())
-			}
+			crExpectSameLists(ctx, caches, kind, queries, limited)
 			By(kind.name + ": a field without an index and a non-exact field selector are controller-runtime's errors")
 			for _, opts := range [][]client.ListOption{
 				{client.InNamespace(ns1), field("shape", "round")},
