@@ -26,9 +26,10 @@ func cacheReplace(indexers toolscache.Indexers, obj runtime.Object, transform to
 	stored, reused, err := store.AddToReplace(obj, transform)            // once per object of each page
 	diff, err := store.FinishReplace(listRV)                             // write or swap; diff.Deleted, diff.Changes (list order)
 	old, existed, err := store.Upsert(obj)                               // live writes that return the replaced object
+	kept, old, existed, err := store.UpsertStored(obj)                   // and what the store now holds for obj
 	old, existed, err = store.Remove(obj)
 	// END
-	_, _, _, _, _, _ = stored, reused, diff.Deleted, diff.Changes, old, existed
+	_, _, _, _, _, _, _ = stored, reused, diff.Deleted, diff.Changes, kept, old, existed
 	_ = err
 }
 

@@ -118,18 +118,29 @@ func resourceVersionOf(obj any) (rv string, ok bool) {
 // the store: an object the codec refuses is kept as it is, and a
 // RefusedFinisher may write into it first.
 func (c *Indexer) Upsert(obj any) (old any, existed bool, err error) {
+	_, old, existed, err = c.upsert(obj, true)
+	return old, existed, err
+}
+
+// UpsertStored is Upsert that also returns what the store now holds for
+// obj, as AddToReplace does: obj itself without a codec; with one, an
+// encoded entry, or the object the codec refused as the store keeps it
+// (after a RefusedFinisher), which Decode passes through. So an informer
+// hands its handlers a decode of the entry, or the very object the store
+// keeps, as it does for a relist's objects.
+func (c *Indexer) UpsertStored(obj any) (stored, old any, existed bool, err error) {
 	return c.upsert(obj, true)
 }
 
-// upsert is Upsert; owned: obj is the store's to write into (see
+// upsert is UpsertStored; owned: obj is the store's to write into (see
 // RefusedFinisher).
-func (c *Indexer) upsert(obj any, owned bool) (old any, existed bool, err error) {
+func (c *Indexer) upsert(obj any, owned bool) (stored, old any, existed bool, err error) {
 	key, err := c.key(obj)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	rv, hasRV := resourceVersionOf(obj)
-	stored := c.encode(obj, owned)
+	stored = c.encode(obj, owned)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.setIndexValues(key, obj, stored, owned)
@@ -138,7 +149,7 @@ func (c *Indexer) upsert(obj any, owned bool) (old any, existed bool, err error)
 	if hasRV {
 		c.rv = rv
 	}
-	return old, existed, nil
+	return stored, old, existed, nil
 }
 
 // Remove deletes obj's key from the live generation and returns the object
@@ -231,14 +242,14 @@ func (c *Indexer) apply(batch []keyedTransaction) {
 // Add adds obj to the store (an Upsert that leaves obj, still the caller's,
 // as it is).
 func (c *Indexer) Add(obj any) error {
-	_, _, err := c.upsert(obj, false)
+	_, _, _, err := c.upsert(obj, false)
 	return err
 }
 
 // Update replaces obj in the store (an Upsert that leaves obj, still the
 // caller's, as it is).
 func (c *Indexer) Update(obj any) error {
-	_, _, err := c.upsert(obj, false)
+	_, _, _, err := c.upsert(obj, false)
 	return err
 }
 

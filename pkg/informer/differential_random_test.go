@@ -16,12 +16,16 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	klabels "k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/dump"
 
 	"github.com/leaninformer/leaninformer/internal/testobjects"
+	"github.com/leaninformer/leaninformer/pkg/cache"
 	"github.com/leaninformer/leaninformer/pkg/codec"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
@@ -33,18 +37,29 @@ type randomKind struct {
 	list    kruntime.Object
 	example kruntime.Object
 	gvk     schema.GroupVersionKind
+	// object, if set, makes the kind's i-th object in place of
+	// testobjects.Random's Object.
+	object func(g *testobjects.Random, i int) kruntime.Object
+	// exact: the encoded store hands out objects of the kind as they came
+	// (a typed custom resource, which the codec refuses and the store
+	// keeps; an unstructured object, which CBOR keeps exactly), not in
+	// their protobuf form.
+	exact bool
+	// refused: the codec refuses the kind, so the encoded store keeps its
+	// objects decoded and hands handlers the stored object.
+	refused bool
 }
 
 var randomKinds = [testobjects.RandomKinds]randomKind{
-	{&rbacv1.RoleBindingList{}, &rbacv1.RoleBinding{}, rbacv1.SchemeGroupVersion.WithKind("RoleBinding")},
-	{&corev1.ConfigMapList{}, &corev1.ConfigMap{}, corev1.SchemeGroupVersion.WithKind("ConfigMap")},
-	{&corev1.SecretList{}, &corev1.Secret{}, corev1.SchemeGroupVersion.WithKind("Secret")},
+	{list: &rbacv1.RoleBindingList{}, example: &rbacv1.RoleBinding{}, gvk: rbacv1.SchemeGroupVersion.WithKind("RoleBinding")},
+	{list: &corev1.ConfigMapList{}, example: &corev1.ConfigMap{}, gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap")},
+	{list: &corev1.SecretList{}, example: &corev1.Secret{}, gvk: corev1.SchemeGroupVersion.WithKind("Secret")},
 	// A metadata informer's read kind is its resource's (controller-runtime
 	// asks for Deployments' metadata with that kind).
-	{&metav1.PartialObjectMetadataList{}, &metav1.PartialObjectMetadata{}, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}},
-	{&coordinationv1.LeaseList{}, &coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithKind("Lease")},
-	{&corev1.PodList{}, &corev1.Pod{}, corev1.SchemeGroupVersion.WithKind("Pod")},
-	{&corev1.EventList{}, &corev1.Event{}, corev1.SchemeGroupVersion.WithKind("Event")},
+	{list: &metav1.PartialObjectMetadataList{}, example: &metav1.PartialObjectMetadata{}, gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}},
+	{list: &coordinationv1.LeaseList{}, example: &coordinationv1.Lease{}, gvk: coordinationv1.SchemeGroupVersion.WithKind("Lease")},
+	{list: &corev1.PodList{}, example: &corev1.Pod{}, gvk: corev1.SchemeGroupVersion.WithKind("Pod")},
+	{list: &corev1.EventList{}, example: &corev1.Event{}, gvk: corev1.SchemeGroupVersion.WithKind("Event")},
 }
 
 // randomVariant is one informer of the differential: how it is built and
@@ -78,7 +93,7 @@ var randomVariants = []randomVariant{
 // deleted objects' names, relists and back-to-back relists (the second 410
 // as soon as every informer listed). After every step each handler must
 // have received what the plain informer's received, and every read (List,
-// GetByKey, ByIndex) must return what the plain informer's returns: equal objects,
+// GetByKey, ByIndex, ListByLabels) must return what the plain informer's returns: equal objects,
 // in the protobuf form for the encoded store and with the kind under the
 // read kind (docs/compatibility.md, "Encoded store"), but for a live
 // delete's object, which is the one the watch delivered.
@@ -313,6 +328,14 @@ func segments(calls []call, from int, marks []int) [][]call {
 	return append(out, calls)
 }
 
+// object returns the kind's i-th random object.
+func (h *randomHistory) object(i int) kruntime.Object {
+	if h.kind.object != nil {
+		return h.kind.object(h.g, i)
+	}
+	return h.g.Object(i)
+}
+
 func (h *randomHistory) keys() []string { return slices.Sorted(maps.Keys(h.live)) }
 
 func (h *randomHistory) pick() string {
@@ -324,7 +347,7 @@ func (h *randomHistory) pick() string {
 // key k (a deleted object's) or, if k is empty, a new one, and returns its
 // key.
 func (h *randomHistory) create(k string) string {
-	obj := h.g.Object(h.index + testobjects.RandomKinds*h.next)
+	obj := h.object(h.index + testobjects.RandomKinds*h.next)
 	h.next++
 	m := accessor(obj)
 	m.SetResourceVersion("")
@@ -377,7 +400,7 @@ func (h *randomHistory) delete() string {
 func (h *randomHistory) replaceAll(obj kruntime.Object) {
 	m := accessor(obj)
 	ns, name := m.GetNamespace(), m.GetName()
-	fresh := h.g.Object(h.index)
+	fresh := h.object(h.index)
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
 	m = accessor(obj)
 	m.SetNamespace(ns)
@@ -388,6 +411,21 @@ func (h *randomHistory) replaceAll(obj kruntime.Object) {
 // another time, to nil, to a time where it was nil, or by nanoseconds only
 // (which the protobuf form does not keep).
 func (h *randomHistory) changeTimes(obj kruntime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// Its deletionTimestamp and one free-form time, as strings.
+		for _, path := range [][]string{{"metadata", "deletionTimestamp"}, {"data", "when"}} {
+			if _, found, _ := unstructured.NestedString(u.Object, path...); found && h.rng.IntN(3) == 0 {
+				unstructured.RemoveNestedField(u.Object, path...)
+				continue
+			}
+			var fresh metav1.Time
+			h.g.Fill(&fresh)
+			if err := unstructured.SetNestedField(u.Object, fresh.UTC().Format(time.RFC3339), path...); err != nil {
+				panic(err)
+			}
+		}
+		return
+	}
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {
 		switch v.Kind() {
@@ -462,8 +500,9 @@ func (h *randomHistory) changeLabels(obj kruntime.Object) {
 }
 
 // check waits until every informer reached the server's resourceVersion
-// and its handler received the calls the history caused, and compares
-// them and the informers' reads with the plain informer's.
+// and its handler received the calls the history caused, compares them
+// and the informers' reads with the plain informer's, and checks who owns
+// what each handed out (checkOwnership).
 func (h *randomHistory) check(when string) {
 	t := h.t
 	t.Helper()
@@ -500,7 +539,10 @@ func (h *randomHistory) check(when string) {
 				compareCall(t, when, v.name, w[j], g[j], func(obj any, decoded bool) any { return h.form(v, obj, decoded) })
 			}
 		}
-		compareReads(t, when, v.name, h.plain.GetIndexer(), h.infs[i].GetIndexer(), want[h.checked:], func(obj any) any { return h.form(v, obj, true) })
+		form := func(obj any) any { return h.form(v, obj, true) }
+		compareReads(t, when, v.name, h.plain.GetIndexer(), h.infs[i].GetIndexer(), want[h.checked:], form)
+		compareLabelReads(t, when, v.name, h.plain.indexer, h.infs[i].indexer, want[h.checked:], form)
+		h.checkOwnership(when, v, h.infs[i], want[h.checked:], got[h.checked:])
 	}
 	for _, c := range want[h.checked:] {
 		h.count(c)
@@ -568,7 +610,7 @@ func (h *randomHistory) form(v randomVariant, obj any, decoded bool) any {
 		return tomb
 	}
 	o := obj.(kruntime.Object).DeepCopyObject()
-	if v.encoded && decoded {
+	if v.encoded && decoded && !h.kind.exact {
 		testobjects.ProtobufForm(reflect.ValueOf(o))
 	}
 	if v.readKind {
@@ -602,24 +644,9 @@ func compareCall(t *testing.T, when, name string, w, g call, form func(obj any, 
 // ref's, the reference informer's, whose objects it must hold in form's.
 func compareReads(t *testing.T, when, name string, ref, inf toolscache.Indexer, calls []call, form func(obj any) any) {
 	t.Helper()
-	byKey := func(objs []any) map[string]any {
-		m := map[string]any{}
-		for _, o := range objs {
-			m[objKey(o)] = o
-		}
-		return m
-	}
 	compare := func(what string, want, got []any) {
 		t.Helper()
-		w, g := byKey(want), byKey(got)
-		if len(want) != len(got) || !slices.Equal(slices.Sorted(maps.Keys(w)), slices.Sorted(maps.Keys(g))) {
-			t.Fatalf("%s: %s: %s returned keys %v, the reference informer's %v", when, name, what, slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)))
-		}
-		for k, o := range w {
-			if want := form(o); !reflect.DeepEqual(g[k], want) {
-				t.Fatalf("%s: %s: %s returned another %s than the reference informer's:\n%s", when, name, what, k, objectDiff(want, g[k]))
-			}
-		}
+		compareObjects(t, when, name, what, want, got, form)
 	}
 	compare("List", ref.List(), inf.List())
 	if w, g := slices.Sorted(slices.Values(ref.ListKeys())), slices.Sorted(slices.Values(inf.ListKeys())); !slices.Equal(w, g) {
@@ -649,6 +676,131 @@ func compareReads(t *testing.T, when, name string, ref, inf toolscache.Indexer, 
 		}
 		compare("ByIndex("+ns+")", w, g)
 	}
+}
+
+// compareObjects compares got, what read what of informer name returned,
+// with want, the reference informer's, whose objects it must hold in
+// form's, by key.
+func compareObjects(t *testing.T, when, name, what string, want, got []any, form func(obj any) any) {
+	t.Helper()
+	byKey := func(objs []any) map[string]any {
+		m := map[string]any{}
+		for _, o := range objs {
+			m[objKey(o)] = o
+		}
+		return m
+	}
+	w, g := byKey(want), byKey(got)
+	if len(want) != len(got) || !slices.Equal(slices.Sorted(maps.Keys(w)), slices.Sorted(maps.Keys(g))) {
+		t.Fatalf("%s: %s: %s returned keys %v, the reference informer's %v", when, name, what, slices.Sorted(maps.Keys(g)), slices.Sorted(maps.Keys(w)))
+	}
+	for k, o := range w {
+		if want := form(o); !reflect.DeepEqual(g[k], want) {
+			t.Fatalf("%s: %s: %s returned another %s than the reference informer's:\n%s", when, name, what, k, objectDiff(want, g[k]))
+		}
+	}
+}
+
+// compareLabelReads compares what NewCacheWith's label Lists read,
+// ListByLabels of our indexer inf (of informer name), with ref's, a
+// reference indexer of ours, whose objects it must hold in form's: a
+// label of the first of calls' objects (the step's), in its namespace and
+// everywhere.
+func compareLabelReads(t *testing.T, when, name string, ref, inf *cache.Indexer, calls []call, form func(obj any) any) {
+	t.Helper()
+	sel := klabels.Everything()
+	if len(calls) > 0 {
+		obj := calls[0].obj
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		for _, k := range slices.Sorted(maps.Keys(accessor(obj.(kruntime.Object)).GetLabels())) {
+			if req, err := klabels.NewRequirement(k, selection.Exists, nil); err == nil {
+				sel = klabels.NewSelector().Add(*req)
+				break
+			}
+		}
+	}
+	for _, ns := range []string{"", "ns-1"} {
+		q := cache.LabelQuery{Selector: sel}
+		if ns != "" {
+			q.IndexName, q.IndexedValue = toolscache.NamespaceIndex, ns
+		}
+		w, werr := ref.ListByLabels(q)
+		g, gerr := inf.ListByLabels(q)
+		if werr != nil || gerr != nil {
+			t.Fatalf("%s: %s: ListByLabels(%s in %q): %v, the reference informer's %v", when, name, sel, ns, gerr, werr)
+		}
+		compareObjects(t, when, name, fmt.Sprintf("ListByLabels(%s in %q)", sel, ns), w, g, form)
+	}
+}
+
+// checkOwnership checks who owns what variant v's informer inf handed out
+// in calls (the handler calls it received since the last check, in their
+// order; want are the plain informer's) and its reads. A handler given an
+// object the store keeps decoded (a plain store's; one the codec refuses,
+// in an encoded store) gets the stored object itself, as client-go's
+// handlers do (docs/compatibility.md, "Encoded store"). Everything else an
+// encoded store hands out (every read, a handler's decoded objects) is the
+// caller's: written into, everywhere (testobjects.Poison), it must leave
+// the store as it was, which the reads, compared again, show.
+func (h *randomHistory) checkOwnership(when string, v randomVariant, inf *SharedIndexInformer, want, calls []call) {
+	t := h.t
+	t.Helper()
+	if !v.encoded || h.kind.refused {
+		keys, stored := inf.indexer.ListStored()
+		byKey := make(map[string]any, len(keys))
+		for j, k := range keys {
+			byKey[k] = stored[j]
+		}
+		last := map[string]call{}
+		for _, c := range calls {
+			last[c.key] = c
+		}
+		for k, c := range last {
+			if c.op != "delete" && byKey[k] != c.obj {
+				t.Fatalf("%s: %s: the handler's object of the %s of %s is not the stored object", when, v.name, c.op, k)
+			}
+		}
+	}
+	if !v.encoded {
+		return
+	}
+	poison := func(obj any) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if obj != nil {
+			testobjects.Poison(reflect.ValueOf(obj))
+		}
+	}
+	if !h.kind.refused {
+		for _, c := range calls {
+			poison(c.obj)
+			poison(c.old)
+		}
+	}
+	for _, o := range inf.GetStore().List() {
+		poison(o)
+	}
+	for _, c := range calls {
+		if o, ok, _ := inf.GetStore().GetByKey(c.key); ok {
+			poison(o)
+		}
+	}
+	for ns := range 3 {
+		objs, err := inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, fmt.Sprintf("ns-%d", ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			poison(o)
+		}
+	}
+	when += ", after writes into what the informer handed out"
+	form := func(obj any) any { return h.form(v, obj, true) }
+	compareReads(t, when, v.name, h.plain.GetIndexer(), inf.GetIndexer(), want, form)
+	compareLabelReads(t, when, v.name, h.plain.indexer, inf.indexer, want, form)
 }
 
 // objectDiff shows where two objects differ, line by line of their dumps

@@ -254,7 +254,7 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string)
 	}
 	w.changeMu.Lock()
 	defer w.changeMu.Unlock()
-	old, existed, err := w.indexer.Upsert(stored)
+	kept, old, existed, err := w.indexer.UpsertStored(stored)
 	w.commit(rv, false)
 	if err != nil {
 		w.metrics.dropped(1)
@@ -266,7 +266,7 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string)
 		w.metrics.storeChanged(1) // stored, whether or not handlers hear of it
 	}
 	sync := existed && sameResourceVersion(old, stored)
-	newObj, oldObj, err := w.notified(stored, old, existed)
+	newObj, oldObj, err := w.notified(kept, old, existed)
 	if err != nil {
 		// Only a broken codec fails; the store has the new object.
 		utilruntime.HandleErrorWithContext(ctx, err, "Dropping a notification", "type", w.description, "object", objectName(obj))
@@ -280,15 +280,17 @@ func (w *storeWriter) upsert(ctx context.Context, obj runtime.Object, rv string)
 	return true
 }
 
-// notified returns the objects an upsert's notification carries: for a
-// plain store the stored object and the one it replaced; for an encoded
-// store both decoded from the store once, for every handler, so that
-// handlers get objects of the same form as every read (see WithEncodedStore).
-func (w *storeWriter) notified(stored, old any, existed bool) (newObj, oldObj any, err error) {
+// notified returns the objects an upsert's notification carries, from what
+// the store holds now (kept) and held before (old): for a plain store the
+// stored objects; for an encoded store both decoded once, for every
+// handler, so that handlers get objects of the same form as every read
+// (see WithEncodedStore), but an object the codec refused is the stored
+// one, as every other notification hands it out (not a read's copy).
+func (w *storeWriter) notified(kept, old any, existed bool) (newObj, oldObj any, err error) {
 	if !w.encoded {
-		return stored, old, nil
+		return kept, old, nil
 	}
-	if newObj, _, err = w.indexer.Get(stored); err != nil {
+	if newObj, err = w.indexer.Decode(kept); err != nil {
 		return nil, nil, err
 	}
 	if existed {
