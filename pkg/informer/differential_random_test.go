@@ -793,7 +793,11 @@ func (h *randomHistory) checkOwnership(when string, v randomVariant, inf *Shared
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range objs {
+		labelled, err := inf.indexer.ListByLabels(cache.LabelQuery{Selector: klabels.Everything(), IndexName: toolscache.NamespaceIndex, IndexedValue: fmt.Sprintf("ns-%d", ns)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range append(objs, labelled...) {
 			poison(o)
 		}
 	}
