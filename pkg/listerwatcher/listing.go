@@ -101,9 +101,14 @@ func extract(list runtime.Object) (items []runtime.Object, rv, next string, rema
 // items, of kind Table in meta.k8s.io/v1 or v1beta1. client-go's reflector
 // refuses a LIST answered so and drops such a watch event.
 func asTable(obj runtime.Object) (schema.GroupVersionKind, bool) {
-	switch obj.(type) {
-	case *unstructured.Unstructured, *unstructured.UnstructuredList:
-	default:
+	var kind string
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		kind = o.GetKind()
+	case *unstructured.UnstructuredList:
+		kind = o.GetKind()
+	}
+	if kind != "Table" { // every watch event comes here: parse no apiVersion for others
 		return schema.GroupVersionKind{}, false
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
