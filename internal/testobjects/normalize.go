@@ -32,7 +32,7 @@ func ProtobufForm(v reflect.Value) {
 			ProtobufForm(v.Elem())
 		}
 	case reflect.Struct:
-		if setTime(v) {
+		if setProtobufValue(v) {
 			return
 		}
 		for i := range v.NumField() {
@@ -83,9 +83,9 @@ var (
 	quantityType  = reflect.TypeFor[resource.Quantity]()
 )
 
-// setTime puts a metav1.Time, MicroTime or resource.Quantity in its
+// setProtobufValue puts a metav1.Time, MicroTime or resource.Quantity in its
 // protobuf form and reports whether v was one.
-func setTime(v reflect.Value) bool {
+func setProtobufValue(v reflect.Value) bool {
 	switch v.Type() {
 	case quantityType:
 		v.Set(reflect.ValueOf(decodedQuantity(v.Interface().(resource.Quantity))))
