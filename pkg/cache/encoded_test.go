@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -18,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/leaninformer/leaninformer/internal/errorcapture"
 	"github.com/leaninformer/leaninformer/internal/testobjects"
 	"github.com/leaninformer/leaninformer/pkg/codec"
 )
@@ -584,13 +583,11 @@ func TestDecodeFailuresAreReported(t *testing.T) {
 func TestDecodeFailuresNameTheKey(t *testing.T) {
 	var mu sync.Mutex
 	var reported []string
-	saved := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...any) {
+	t.Cleanup(errorcapture.Install(func(err error, _ string) {
 		mu.Lock()
 		defer mu.Unlock()
 		reported = append(reported, err.Error())
-	}}
-	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+	}))
 
 	s := NewIndexer(toolscache.MetaNamespaceKeyFunc, nsIndexers(), WithCodec(brokenCodec{codec.New()}))
 	for _, name := range []string{"a", "b"} {

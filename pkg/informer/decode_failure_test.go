@@ -1,15 +1,15 @@
 package informer
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/leaninformer/leaninformer/internal/errorcapture"
 )
 
 // A handler call skipped because its object cannot be decoded (only a
@@ -18,13 +18,11 @@ import (
 func TestSkippedCallsNameTheKey(t *testing.T) {
 	var mu sync.Mutex
 	var reported []string
-	saved := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...any) {
+	t.Cleanup(errorcapture.Install(func(err error, _ string) {
 		mu.Lock()
 		defer mu.Unlock()
 		reported = append(reported, err.Error())
-	}}
-	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+	}))
 
 	s := newServer(t, 1)
 	inf := newInformer(s, 0, WithEncodedStore())

@@ -17,10 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/leaninformer/leaninformer/internal/errorcapture"
 	"github.com/leaninformer/leaninformer/internal/testobjects"
 	"github.com/leaninformer/leaninformer/pkg/cache"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher"
@@ -197,13 +197,11 @@ func (z *writerFuzz) freshRV() string {
 // would drive it, applies the input and checks the result.
 func (z *writerFuzz) run() {
 	t := z.t
-	saved := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, _ error, msg string, _ ...any) {
+	defer errorcapture.Install(func(_ error, msg string) {
 		z.logMu.Lock()
 		z.logs[msg]++
 		z.logMu.Unlock()
-	}}
-	defer func() { utilruntime.ErrorHandlers = saved }()
+	})()
 
 	z.ctx = klog.NewContext(context.Background(), logr.Discard())
 	opts := []Option{WithRelistReuse(z.model.reuse)}

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/leaninformer/leaninformer/internal/errorcapture"
 	"github.com/leaninformer/leaninformer/pkg/listerwatcher/fake"
 )
 
@@ -455,11 +455,7 @@ func TestConsumerErrorRelistsAfterBackoff(t *testing.T) {
 // capturedErrors collects what utilruntime.HandleError gets during a test.
 func capturedErrors(t *testing.T) <-chan string {
 	ch := make(chan string, 100)
-	saved := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, kv ...any) {
-		ch <- msg
-	}}
-	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+	t.Cleanup(errorcapture.Install(func(_ error, msg string) { ch <- msg }))
 	return ch
 }
 
