@@ -21,7 +21,7 @@ import (
 //     Cmp where that matters), its string form cached;
 //   - a metav1.Time keeps whole seconds and a metav1.MicroTime whole
 //     microseconds; both are in the local time zone (as decoding JSON gives
-//     them too).
+//     them too), except a zero one, which is time.Time{} whatever its zone.
 //
 // It walks exported fields, pointers, slices, maps and interfaces. v must be
 // settable (reached through a pointer).
@@ -91,12 +91,16 @@ func setProtobufValue(v reflect.Value) bool {
 		v.Set(reflect.ValueOf(decodedQuantity(v.Interface().(resource.Quantity))))
 		return true
 	case timeType:
-		if t := v.Interface().(metav1.Time); !t.IsZero() {
+		if t := v.Interface().(metav1.Time); t.IsZero() {
+			v.Set(reflect.ValueOf(metav1.Time{})) // written as nothing, in no zone
+		} else {
 			v.Set(reflect.ValueOf(metav1.Time{Time: time.Unix(t.Unix(), 0).Local()}))
 		}
 		return true
 	case microTimeType:
-		if t := v.Interface().(metav1.MicroTime); !t.IsZero() {
+		if t := v.Interface().(metav1.MicroTime); t.IsZero() {
+			v.Set(reflect.ValueOf(metav1.MicroTime{}))
+		} else {
 			micros := time.Duration(t.Nanosecond()).Truncate(time.Microsecond)
 			v.Set(reflect.ValueOf(metav1.MicroTime{Time: time.Unix(t.Unix(), int64(micros)).Local()}))
 		}

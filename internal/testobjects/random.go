@@ -28,8 +28,9 @@ import (
 // *metav1.MicroTime nil (a deletionTimestamp, a Pod's startTime, a
 // Lease's acquireTime) and gives the times it sets whole seconds in the
 // local zone; Random sets three pointers in four and gives every time
-// nanoseconds and one of UTC, the local zone or a fixed one, as a time
-// built in the process (time.Now(), leader election's Leases) has them.
+// nanoseconds (or, now and then, the zero time) and one of UTC, the local
+// zone or a fixed one, as a time built in the process (time.Now(), leader
+// election's Leases) has them.
 // Its quantities are in the form decoding gives them. Compare with a
 // protobuf round trip through ProtobufForm.
 //
@@ -146,10 +147,13 @@ func (g *Random) finish(v reflect.Value) {
 	}
 }
 
-// time returns a time after 1970 with nanoseconds, in UTC, the local zone
-// or a fixed zone.
+// time returns a time after 1970 with nanoseconds or, one time in sixteen,
+// the zero time; in UTC, the local zone or a fixed zone.
 func (g *Random) time() time.Time {
 	t := time.Unix(1+g.r.Int63n(1<<33), g.r.Int63n(1e9))
+	if g.r.Intn(16) == 0 {
+		t = time.Time{}
+	}
 	switch g.r.Intn(3) {
 	case 0:
 		return t.UTC()

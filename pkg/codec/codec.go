@@ -125,7 +125,8 @@ func compress(b body, coder *dictCoder) ([]byte, error) {
 //     map (ConfigMap.BinaryData, Secret.Data) decodes as an empty slice even
 //     if it was nil; a metav1.Time keeps whole seconds and a
 //     metav1.MicroTime whole microseconds, both in the local time zone (as
-//     when decoded from JSON); a resource.Quantity is in canonical form
+//     when decoded from JSON), a zero one as time.Time{} in no zone; a
+//     resource.Quantity is in canonical form
 //     (equal by Cmp, but for values that form cannot write, such as 1000E,
 //     which apimachinery's protobuf and JSON both write as 1);
 //   - unstructured objects (CBOR) decode exactly: the same maps, slices,
