@@ -1,10 +1,14 @@
 package intern_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -34,11 +38,35 @@ func ExampleTable_Object() {
 }
 
 // Any client-go informer can intern what it stores: its transform runs on
-// every object before the object is stored.
+// every object before the object is stored. A program usually gives every
+// informer the process-wide table's Transform, intern.Default().Transform,
+// so that the objects of different informers share strings too (it is the
+// table of informer.WithInterning); this example has a table of its own, so
+// that what it counts is these pods' values only.
 func ExampleTable_Transform() {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	pods := factory.Core().V1().Pods().Informer()
-	if err := pods.SetTransform(intern.Default().Transform); err != nil {
-		fmt.Println(err)
+	var pods []runtime.Object
+	for _, name := range []string{"web-1", "web-2", "web-3"} {
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+		})
 	}
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(pods...), 0)
+	podInformer := factory.Core().V1().Pods().Informer()
+	tab := intern.NewTable()
+	if err := podInformer.SetTransform(tab.Transform); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	fmt.Println("stored:", len(podInformer.GetStore().List()))
+	fmt.Println("shared values:", tab.Len()) // shop, app, web (label value and container name), nginx:1.27
+	cancel()
+	factory.Shutdown()
+	// Output:
+	// stored: 3
+	// shared values: 4
 }
