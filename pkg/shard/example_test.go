@@ -82,7 +82,7 @@ func ExampleMember() {
 //
 //	Complete(shard.Reconciler(member, shard.ObjectKey(member, mgr.GetCache(), &corev1.ConfigMap{}), r))
 func ExampleReconciler() {
-	replicas, stop := startReplicas("replica-0", "replica-1") // members of my-controller
+	replicas, stop := startReplicas([]string{"replica-0", "replica-1"}) // members of my-controller
 	defer stop()
 
 	configMaps := []client.Object{
@@ -116,7 +116,7 @@ func ExampleReconciler() {
 // cache's informer recorded, so the replica whose range held the object
 // reconciles its deletion and the other replica drops it.
 func ExampleObjectKey() {
-	replicas, stop := startReplicas("replica-0", "replica-1")
+	replicas, stop := startReplicas([]string{"replica-0", "replica-1"})
 	defer stop()
 
 	cm := configMap("app-config", "e88e1bee-5e30-4686-9601-db3e9edf2427")
@@ -148,6 +148,70 @@ func ExampleObjectKey() {
 	// my-controller-replica-1: app-config has UID e88e1bee-5e30-4686-9601-db3e9edf2427 true <nil>
 	// my-controller-replica-1: app-config deleted, had UID e88e1bee-5e30-4686-9601-db3e9edf2427 true <nil>
 	// my-controller-replica-1 cleans up after app-config
+}
+
+// With KeyNamespace, a namespace's objects all go to one replica: a
+// controller that reads several objects of a namespace together places its
+// requests by their namespace, known without a read (RequestNamespace).
+// Every member of the group has the same key.
+func ExampleRequestNamespace() {
+	replicas, stop := startReplicas([]string{"replica-0", "replica-1"}, shard.WithKey(shard.KeyNamespace))
+	defer stop()
+
+	requests := []types.NamespacedName{
+		{Namespace: "payments", Name: "ledger"},
+		{Namespace: "payments", Name: "refunds"},
+		{Namespace: "shipping", Name: "labels"},
+		{Namespace: "billing", Name: "invoices"},
+	}
+	for _, member := range replicas {
+		r := shard.Reconciler(member, shard.RequestNamespace,
+			reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				fmt.Println(member.LeaseName(), "reconciles", req.Namespace+"/"+req.Name)
+				return reconcile.Result{}, nil
+			}))
+		for _, name := range requests {
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: name}); err != nil {
+				fmt.Println(err)
+			}
+		}
+	}
+	// Output:
+	// my-controller-replica-0 reconciles payments/ledger
+	// my-controller-replica-0 reconciles payments/refunds
+	// my-controller-replica-1 reconciles shipping/labels
+	// my-controller-replica-1 reconciles billing/invoices
+}
+
+// A sharded cache of your own (informer.WithShard's informers do this
+// themselves) registers with the member, and says which range it holds each
+// time it has listed one: Reconciler retries a request until every
+// registered cache holds its hash, so that a reconciler never reads a cache
+// that is still listing a range just taken over.
+func ExampleMember_TrackCache() {
+	replicas, stop := startReplicas([]string{"replica-0"})
+	defer stop()
+	member := replicas[0]
+	cache := member.TrackCache()
+	defer cache.Close() // when the cache stops
+
+	reader := crfake.NewClientBuilder().WithObjects(configMap("app-config", "e88e1bee-5e30-4686-9601-db3e9edf2427")).Build()
+	r := shard.Reconciler(member, shard.ObjectKey(member, reader, &corev1.ConfigMap{}),
+		reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			fmt.Println("reconciles", req.Name)
+			return reconcile.Result{}, nil
+		}))
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "app-config"}}
+
+	res, _ := r.Reconcile(context.Background(), req)
+	fmt.Println("while the cache lists: retry after", res.RequeueAfter)
+	cache.Set(member.Serving()) // the cache has listed the member's range
+	res, _ = r.Reconcile(context.Background(), req)
+	fmt.Println("once it holds the range: retry after", res.RequeueAfter)
+	// Output:
+	// while the cache lists: retry after 200ms
+	// reconciles app-config
+	// once it holds the range: retry after 0s
 }
 
 // Handovers is the source a controller whose primary kind is not sharded
@@ -285,19 +349,20 @@ func newMember(id string) *shard.Member {
 	return m
 }
 
-// startReplicas runs a member of my-controller per identity, all on one
+// startReplicas runs a member of my-controller per identity, with opts,
+// all on one
 // fake clientset, until each serves what Assign gives it; stop stops them
 // cleanly. They renew often, so that a lost claim race is retried soon,
 // and keep the default lease duration and renew deadline, so that a
 // loaded machine does not fence them.
-func startReplicas(ids ...string) (members []*shard.Member, stop func()) {
+func startReplicas(ids []string, opts ...shard.Option) (members []*shard.Member, stop func()) {
 	leases := fake.NewClientset().CoordinationV1()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, len(ids))
 	var names []string
 	for _, id := range ids {
-		m, err := shard.New(leases, "default", "my-controller", shard.WithIdentity(id),
-			shard.WithLogger(logr.Discard()), shard.WithMetrics(nil), shard.WithRenewInterval(100*time.Millisecond))
+		m, err := shard.New(leases, "default", "my-controller", append([]shard.Option{shard.WithIdentity(id),
+			shard.WithLogger(logr.Discard()), shard.WithMetrics(nil), shard.WithRenewInterval(100 * time.Millisecond)}, opts...)...)
 		if err != nil {
 			panic(err)
 		}
