@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,4 +70,27 @@ func ExampleTable_Transform() {
 	// Output:
 	// stored: 3
 	// shared values: 4
+}
+
+// String shares a value from its third sighting on: the first two strings
+// keep their own bytes, the third and every later one get the table's
+// instance. Each String call counts as another object; StringOf and Object
+// count the strings of one object once. The table holds its instance only
+// while some string uses it, as stored objects do here.
+func ExampleTable_String() {
+	tab := intern.NewTable()
+	var stored []string
+	for i := range 4 {
+		image := string(fmt.Appendf(nil, "nginx:%s", "1.27")) // a freshly decoded string
+		s := tab.String(image)
+		stored = append(stored, s)
+		fmt.Printf("sighting %d: own bytes %v, table entries %d\n", i+1, unsafe.StringData(s) == unsafe.StringData(image), tab.Len())
+	}
+	fmt.Println("last two share bytes:", unsafe.StringData(stored[2]) == unsafe.StringData(stored[3]))
+	// Output:
+	// sighting 1: own bytes true, table entries 0
+	// sighting 2: own bytes true, table entries 0
+	// sighting 3: own bytes false, table entries 1
+	// sighting 4: own bytes false, table entries 1
+	// last two share bytes: true
 }
