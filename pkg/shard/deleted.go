@@ -210,12 +210,16 @@ func (d *deletedKeys) forget(name types.NamespacedName) {
 }
 
 // settle ends k's pending state, if k is still name's record: reconciled
-// here, it goes; otherwise it is released (again: a replayed request that
-// is another replica's by now), from now.
+// here, it goes; otherwise it is released (again, if a replay made it
+// pending: a replayed request that is another replica's by now), from now.
+// A record already released stays as it is: later requests for the name
+// (a child's deletion mapped to its owner) dropped as another's too do not
+// keep it, or it would last as long as they come, and be replayed long
+// after the owner reconciled it.
 func (d *deletedKeys) settle(k *deletedKey, here bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e, ok := d.byName[k.name]; !ok || e.Value.(*deletedKey) != k {
+	if e, ok := d.byName[k.name]; !ok || e.Value.(*deletedKey) != k || (k.released && !here) {
 		return
 	}
 	d.removeLocked(k.name)

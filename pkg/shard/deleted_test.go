@@ -298,14 +298,16 @@ func TestDeletedKeysReleased(t *testing.T) {
 	if got := d.inRange(NewRange(Hash("uz"), Hash("uz")+1)); len(got) != 1 || got[0] != name("z") {
 		t.Fatalf("released in z's hash: %v, want z", got)
 	}
+	clk.Step(time.Second / 2)
+	if got := d.replay(NewRange(Hash("uy"), Hash("uy")+1)); len(got) != 1 || got[0] != name("y") {
+		t.Fatalf("replayed in y's hash: %v, want y", got)
+	}
+	release("y") // dropped again (a replay that is another's by now): kept from now
 	d.record(name("w"), "uw")
 	d.record(name("v"), "uv")
 	if p, r := d.len(); p != 2 || r != 2 || full != 0 {
 		t.Fatalf("two pending beside two released: %d pending, %d released, full told %d times", p, r, full)
 	}
-
-	clk.Step(time.Second / 2)
-	release("y") // dropped again (a replay that is another's by now): kept from now
 	clk.Step(time.Second / 2)
 	if v, _, ok := d.lookup(name("y")); !ok || v != "uy" {
 		t.Fatalf("released again half its age ago: %q, %v; want kept", v, ok)

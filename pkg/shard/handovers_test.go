@@ -376,3 +376,62 @@ func TestHandoversProbeSparesTheUsersKey(t *testing.T) {
 		t.Fatal("a KeyFunc of the user's was taken for one with a record of deletions")
 	}
 }
+
+// TestLaterDropsDoNotKeepAReleasedDeletion: the request of a deletion
+// dropped as another replica's leaves a released record, kept two lease
+// durations for Handovers to replay. More requests for the same name keep
+// coming after the deletion (a child's deletion mapped to its owner, a
+// Watches mapping to a fixed name), and each is dropped as another's too:
+// they must not re-arm the record, or it lives as long as they come, and a
+// hand-over long after the owner reconciled the deletion replays it.
+func TestLaterDropsDoNotKeepAReleasedDeletion(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	const lease = 3 * time.Second
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(lease),
+		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := NewRange(0, 1<<63)
+	m.gate.assign(half)
+	m.gate.set(half, clk.Now().Add(time.Hour))
+	uid := ""
+	for i := 0; uid == ""; i++ {
+		if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
+			uid = u
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}}
+	reader := newInformerReader(cm.DeepCopy())
+	key := ObjectKey(m, reader, &corev1.ConfigMap{})
+	reconciled := 0
+	r := Reconciler(m, key, reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		reconciled++
+		return reconcile.Result{}, nil
+	}))
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cm)}
+
+	reader.remove(t, cm, false)
+	// The deletion's request, then one every half lease duration for ten
+	// lease durations: all another replica's.
+	for waited := time.Duration(0); waited <= 10*lease; waited += lease / 2 {
+		// Dropped, or, once the record is gone, retried for RecordWait.
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatalf("%v after the deletion: %v", waited, err)
+		}
+		clk.Step(lease / 2)
+	}
+	if reconciled != 0 {
+		t.Fatalf("another replica's deletion was reconciled %d times here", reconciled)
+	}
+	// The owner reconciled the deletion ten lease durations ago; now this
+	// member takes its range over.
+	m.gate.assign(FullRange())
+	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	src := Handovers(m, reader, &corev1.ConfigMapList{}, key).(*handovers)
+	if _, deletions, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil || deletions != 0 {
+		t.Fatalf("a hand-over ten lease durations after the deletion was first dropped replayed %d deletions (%v); want none: the later drops kept its record", deletions, err)
+	}
+}

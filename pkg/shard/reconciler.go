@@ -162,8 +162,9 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // at the latest after DeletedKeyTTL; one ObjectKey keeps at most
 // MaxDeletedKeys, the oldest going first (logged once). A request dropped
 // as another replica's leaves its record released, kept for twice the
-// member's lease duration (at most MaxDeletedKeys of them, apart from the
-// others), as does from the start the record of an object whose hash the
+// member's lease duration from that first drop (later requests for the
+// name dropped too do not extend it; at most MaxDeletedKeys of them, apart
+// from the others), as does from the start the record of an object whose hash the
 // member neither serves nor is assigned (a sharded cache's tombstones for
 // what left its range): if the member takes the object's hash over meanwhile, Handovers
 // replays the deletion, which the other replica may have dropped (it had
