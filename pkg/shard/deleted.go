@@ -360,7 +360,33 @@ func (s *settlement) settle(here bool) {
 // if the wrapper hands its context on).
 type probeKey struct{}
 
-type deletionsProbe struct{ deleted *deletedKeys }
+type deletionsProbe struct {
+	mu      sync.Mutex
+	deleted *deletedKeys
+	found   chan struct{} // closed once an ObjectKey has filled deleted
+}
+
+// fill is what ObjectKey's KeyFunc does with the probe: it hands over its
+// record (nil for a reader without informers).
+func (p *deletionsProbe) fill(d *deletedKeys) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.found: // a second ObjectKey behind one wrapper: the first's
+	default:
+		p.deleted = d
+		close(p.found)
+	}
+}
+
+func (p *deletionsProbe) get() *deletedKeys {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.deleted
+}
+
+// probeWait is how long Handovers waits for its key to answer the probe.
+const probeWait = time.Second
 
 // deletionsOf returns the record of deletions of the ObjectKey behind key,
 // or nil. key is called once, with an empty request and a cancelled
@@ -369,12 +395,39 @@ type deletionsProbe struct{ deleted *deletedKeys }
 // controller hands a KeyFunc a request without a name, and one of the
 // user's may rely on that).
 func deletionsOf(key KeyFunc) *deletedKeys {
-	p := &deletionsProbe{}
+	d, _ := probeDeletions(key, probeWait)
+	return d
+}
+
+// probeDeletions is deletionsOf that waits at most wait for key to return:
+// a KeyFunc of the user's may wait for something without looking at its
+// context, and Handovers probes it while the controller is built, before
+// the manager starts whatever it may wait for. answered is false if key had
+// neither returned nor found ObjectKey's record by then (ObjectKey's own
+// answer may take a while: with KeyNamespace it adds its handler, which
+// may need the API server's discovery); key is left running, and its
+// answer is ignored.
+func probeDeletions(key KeyFunc, wait time.Duration) (_ *deletedKeys, answered bool) {
+	p := &deletionsProbe{found: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), probeKey{}, p))
 	cancel()
-	func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
 		defer func() { _ = recover() }()
 		_, _, _ = key(ctx, reconcile.Request{})
 	}()
-	return p.deleted
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return p.get(), true
+	case <-timer.C:
+		select {
+		case <-p.found:
+			return p.get(), true
+		default:
+			return nil, false
+		}
+	}
 }

@@ -44,7 +44,10 @@ import (
 // reconciled it too. To find that record, Handovers calls key once, when
 // it is built, with an empty request and a cancelled context; any other
 // KeyFunc's answer is ignored, and so is a panic (a KeyFunc that expects
-// a name in every request).
+// a name in every request). A KeyFunc that has not returned a second
+// later (it waits for something without looking at its context) is left
+// to return when it will: Handovers logs an error and goes on without
+// replaying deletions, rather than hang the controller's setup.
 //
 // Handovers panics if an argument is nil, list is not a list type, or key
 // is RequestName or RequestNamespace and m's key is not KeyNamespace.
@@ -62,7 +65,12 @@ func Handovers(m *Member, reader client.Reader, list client.ObjectList, key KeyF
 		panic(fmt.Sprintf("shard.Handovers: %T is not a list type", list))
 	}
 	checkKey("shard.Handovers", m, key)
-	return &handovers{m: m, reader: reader, list: list, key: key, deleted: deletionsOf(key)}
+	deleted, answered := probeDeletions(key, probeWait)
+	if !answered {
+		m.cfg.logger.Error(nil, "shard.Handovers: its KeyFunc did not return when called with a cancelled context and an empty request; Handovers goes on without replaying deletions (only ObjectKey has a record of them)",
+			"list", fmt.Sprintf("%T", list), "waited", probeWait)
+	}
+	return &handovers{m: m, reader: reader, list: list, key: key, deleted: deleted}
 }
 
 type handovers struct {

@@ -18,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -434,4 +435,76 @@ func TestLaterDropsDoNotKeepAReleasedDeletion(t *testing.T) {
 	if _, deletions, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil || deletions != 0 {
 		t.Fatalf("a hand-over ten lease durations after the deletion was first dropped replayed %d deletions (%v); want none: the later drops kept its record", deletions, err)
 	}
+}
+
+// TestHandoversProbeOfABlockingKey: Handovers calls its key once when it is
+// built (a controller's setup, before the manager starts) to find
+// ObjectKey's record. A KeyFunc of the user's that waits for something
+// without looking at its context (a table that the manager's start fills)
+// must not hang the setup: Handovers returns, without a record, and says
+// why in the log.
+func TestHandoversProbeOfABlockingKey(t *testing.T) {
+	var logs logLines
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithLogger(logs.logger()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	defer close(ready)
+	waits := func(_ context.Context, req reconcile.Request) (string, bool, error) {
+		<-ready // filled once the manager has started
+		if req.Name == "" {
+			return "", false, apierrors.NewBadRequest("a request without a name")
+		}
+		return req.Name, true, nil
+	}
+	built := make(chan source.Source, 1)
+	go func() { built <- Handovers(m, newInformerReader(), &corev1.ConfigMapList{}, waits) }()
+	select {
+	case src := <-built:
+		if src.(*handovers).deleted != nil {
+			t.Error("a blocking KeyFunc of the user's was taken for one with a record of deletions")
+		}
+	case <-time.After(3 * probeWait):
+		t.Fatalf("Handovers did not return in %v: its probe waits for a KeyFunc that ignores its cancelled context", 3*probeWait)
+	}
+	if said := logs.matching("did not return"); len(said) != 1 {
+		t.Errorf("logged %q about the probe of a blocking KeyFunc, want one line", said)
+	}
+}
+
+// slowInformerReader is a cache whose GetInformer takes a while, as a
+// manager's does when it needs the API server's discovery for the kind.
+type slowInformerReader struct {
+	*informerReader
+	delay time.Duration
+}
+
+func (r *slowInformerReader) GetInformer(ctx context.Context, obj client.Object, opts ...crcache.InformerGetOption) (crcache.Informer, error) {
+	time.Sleep(r.delay)
+	return r.informerReader.GetInformer(ctx, obj, opts...)
+}
+
+// The probe's bound is not ObjectKey's: with KeyNamespace, ObjectKey adds
+// its handler when Handovers probes it, which can take longer than the
+// bound, and Handovers still finds its record.
+func TestHandoversProbeFindsASlowObjectKey(t *testing.T) {
+	var logs logLines
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithKey(KeyNamespace), WithLogger(logs.logger()), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := &slowInformerReader{informerReader: newInformerReader(), delay: 2 * probeWait}
+	key := newObjectKey(m, reader, &corev1.ConfigMap{})
+	if h := Handovers(m, reader, &corev1.ConfigMapList{}, key.key).(*handovers); h.deleted != key.deleted {
+		t.Fatal("Handovers did not find the record of an ObjectKey that takes longer than the probe's bound to add its handler")
+	}
+	if said := logs.matching("did not return"); len(said) != 0 {
+		t.Errorf("logged %q", said)
+	}
+	waitFor(t, "ObjectKey's handler added", 10*time.Second, func() bool {
+		key.mu.Lock()
+		defer key.mu.Unlock()
+		return key.informers == nil
+	})
 }

@@ -277,7 +277,7 @@ func (k *objectKey) watchDeletions(ctx context.Context) {
 
 func (k *objectKey) key(ctx context.Context, req reconcile.Request) (string, bool, error) {
 	if p, ok := ctx.Value(probeKey{}).(*deletionsProbe); ok {
-		p.deleted = k.deleted
+		p.fill(k.deleted)
 		if k.deleted != nil {
 			k.wantDeletions()
 		}
