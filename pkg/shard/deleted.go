@@ -69,6 +69,10 @@ type deletedKey struct {
 	recorded time.Time // when the cache saw the deletion
 	at       time.Time // recorded, or released: the age of its list
 	released bool      // in released, else in pending
+	// requested says that a request for name reached a Reconciler since
+	// the deletion: the controller wants it (its predicates did not filter
+	// the deletion out), and only such a record is replayed.
+	requested bool
 }
 
 func newDeletedKeys(clk clock.PassiveClock, ttl, releasedTTL time.Duration, maxKeys int, onFull func()) *deletedKeys {
@@ -188,8 +192,9 @@ func (d *deletedKeys) removeLocked(name types.NamespacedName) {
 // lookup returns the key value of the deleted object name, and a function
 // that settles its record (if it is still that deletion's): here says that
 // the request was reconciled on this replica (the record goes), else that
-// it was dropped as another replica's (the record is released).
-func (d *deletedKeys) lookup(name types.NamespacedName) (string, func(here bool), bool) {
+// it was dropped as another replica's (the record is released). requested
+// says that the request is a Reconciler's: the record may be replayed.
+func (d *deletedKeys) lookup(name types.NamespacedName, requested bool) (string, func(here bool), bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.expireLocked(d.clock.Now())
@@ -198,6 +203,7 @@ func (d *deletedKeys) lookup(name types.NamespacedName) (string, func(here bool)
 		return "", nil, false
 	}
 	k := e.Value.(*deletedKey)
+	k.requested = k.requested || requested
 	return k.value, func(here bool) { d.settle(k, here) }, true
 }
 
@@ -232,8 +238,10 @@ func (d *deletedKeys) settle(k *deletedKey, here bool) {
 }
 
 // replay returns the names of the recorded deletions whose key value
-// hashes into r, which the member now serves, and makes the released ones
-// pending again: their requests are this replica's to settle, and may be
+// hashes into r, which the member now serves, and whose request reached a
+// Reconciler (a deletion the controller's predicates filtered out is not
+// the controller's to reconcile; one whose request has not reached it yet
+// will, and is reconciled then), and makes the released ones pending again: their requests are this replica's to settle, and may be
 // retried (a sharded cache relisting r) for longer than a released record
 // lasts. Their age counts from the deletion again, as every pending
 // record's does.
@@ -255,7 +263,7 @@ func (d *deletedKeys) inRangeLocked(r Range, repend bool) (names []types.Namespa
 	for _, l := range []*list.List{&d.pending, &d.released} {
 		for e := l.Front(); e != nil; {
 			next := e.Next()
-			if k := e.Value.(*deletedKey); r.Contains(Hash(k.value)) {
+			if k := e.Value.(*deletedKey); r.Contains(Hash(k.value)) && (k.requested || !repend) {
 				names = append(names, k.name)
 				if repend && k.released {
 					d.released.Remove(e)

@@ -39,9 +39,11 @@ import (
 // When key is ObjectKey's (or a KeyFunc that calls it with the context it
 // is given), Handovers also enqueues the deletions ObjectKey recorded
 // whose key falls in the hashes gained: those this member dropped as
-// another's in the last two lease durations, and those it has not settled.
-// A deletion is then reconciled at least once: twice if the old owner
-// reconciled it too. To find that record, Handovers calls key once, when
+// another's in the last two lease durations, and those it has not settled,
+// of the deletions whose request reached the Reconciler (a deletion the
+// controller's predicates filtered out is not replayed; one whose request
+// has not reached it yet is reconciled when it does). A deletion is then
+// reconciled at least once: twice if the old owner reconciled it too. To find that record, Handovers calls key once, when
 // it is built, with an empty request and a cancelled context; any other
 // KeyFunc's answer is ignored, and so is a panic (a KeyFunc that expects
 // a name in every request). A KeyFunc that has not returned a second

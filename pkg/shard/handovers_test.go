@@ -508,3 +508,65 @@ func TestHandoversProbeFindsASlowObjectKey(t *testing.T) {
 		return key.informers == nil
 	})
 }
+
+// TestHandoversReplaysOnlyDeletionsTheControllerGot: ObjectKey records
+// every deletion its cache sees, through a handler of its own, while the
+// controller's predicates may filter the deletion out (a controller that
+// cleans up with finalizers and ignores deletes, or one that watches some
+// labels only). Handovers must not hand the controller, after a hand-over,
+// a deletion it never wanted: it replays those whose request reached the
+// Reconciler (dropped there as another replica's), as it does for one
+// that got through.
+func TestHandoversReplaysOnlyDeletionsTheControllerGot(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(3*time.Second),
+		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := NewRange(0, 1<<63)
+	m.gate.assign(half)
+	m.gate.set(half, clk.Now().Add(time.Hour))
+	var uids []string
+	for i := 0; len(uids) < 2; i++ {
+		if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
+			uids = append(uids, u)
+		}
+	}
+	wanted := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wanted", UID: types.UID(uids[0])}}
+	filtered := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "filtered", UID: types.UID(uids[1])}}
+	reader := newInformerReader(wanted.DeepCopy(), filtered.DeepCopy())
+	key := ObjectKey(m, reader, &corev1.ConfigMap{})
+	var reconciled []string
+	r := Reconciler(m, key, reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		reconciled = append(reconciled, req.Name)
+		return reconcile.Result{}, nil
+	}))
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	src := Handovers(m, reader, &corev1.ConfigMapList{}, key).(*handovers)
+
+	// Both are deleted in another member's range; the controller's
+	// predicate lets only wanted's deletion through, which is dropped.
+	reader.remove(t, wanted, false)
+	reader.remove(t, filtered, false)
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(wanted)}); err != nil || len(reconciled) != 0 {
+		t.Fatalf("another replica's deletion: %v, reconciled %v", err, reconciled)
+	}
+	// That member dies; this one takes its range over.
+	m.gate.assign(FullRange())
+	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	if _, _, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil {
+		t.Fatal(err)
+	}
+	for q.Len() > 0 {
+		req, _ := q.Get()
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		q.Done(req)
+	}
+	if len(reconciled) != 1 || reconciled[0] != "wanted" {
+		t.Fatalf("after the hand-over the controller reconciled %v, want [wanted]: a deletion its predicate filtered out was replayed", reconciled)
+	}
+}

@@ -168,8 +168,9 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // member neither serves nor is assigned (a sharded cache's tombstones for
 // what left its range): if the member takes the object's hash over meanwhile, Handovers
 // replays the deletion, which the other replica may have dropped (it had
-// let the hash go) or not reconciled (it died), and the record is pending
-// again (its request may be retried while a sharded cache relists the
+// let the hash go) or not reconciled (it died), if a request for it
+// reached the Reconciler (not one the controller's predicates filtered
+// out), and the record is pending again (its request may be retried while a sharded cache relists the
 // hashes taken over). The controller's own
 // handler may run before the one that records a deletion (each has its own
 // goroutine), so inside a Reconciler a
@@ -304,7 +305,7 @@ func (k *objectKey) key(ctx context.Context, req reconcile.Request) (string, boo
 		return "", false, nil
 	}
 	k.watchDeletions(ctx)
-	v, settle, ok := k.deleted.lookup(req.NamespacedName)
+	v, settle, ok := k.deleted.lookup(req.NamespacedName, inReconciler(ctx))
 	switch {
 	case ok:
 		onSettled(ctx, settle)
