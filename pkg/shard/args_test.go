@@ -105,3 +105,53 @@ func TestNewRefusesUnusableArguments(t *testing.T) {
 		}()
 	}
 }
+
+// checkKey recognises RequestName and RequestNamespace by their function
+// pointers. What a user builds twice must not be taken for them: two
+// closures of one constructor share their code, and two ObjectKeys are
+// method values of one method (one code pointer), but neither is either
+// function. RequestNamespace held in a variable is still recognised; a
+// KeyFunc that calls it is not (it is the user's, placing requests as it
+// likes).
+func TestCheckKeyMatchesTheFunctionsOnly(t *testing.T) {
+	m := idleMember(t)
+	reader := crfake.NewClientBuilder().Build()
+	inner := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	var held KeyFunc = RequestNamespace
+	wantPanic(t, "Reconciler(KeyUID member, RequestNamespace held in a variable, ...)", "RequestNamespace", func() { Reconciler(m, held, inner) })
+
+	byPrefix := func(prefix string) KeyFunc {
+		return func(_ context.Context, req reconcile.Request) (string, bool, error) {
+			return prefix + req.Name, true, nil
+		}
+	}
+	static := func() KeyFunc {
+		return func(_ context.Context, req reconcile.Request) (string, bool, error) { return req.Name, true, nil }
+	}
+	wrapper := func(ctx context.Context, req reconcile.Request) (string, bool, error) {
+		v, ok, err := RequestNamespace(ctx, req)
+		return v, ok, err
+	}
+	for _, tc := range []struct {
+		what string
+		key  KeyFunc
+	}{
+		{"a closure with a capture, built once", byPrefix("a/")},
+		{"the same closure built again", byPrefix("b/")},
+		{"a closure without captures", static()},
+		{"the same closure built again", static()},
+		{"an ObjectKey", ObjectKey(m, reader, &corev1.ConfigMap{})},
+		{"another ObjectKey", ObjectKey(m, reader, &corev1.Secret{})},
+		{"a KeyFunc that calls RequestNamespace", wrapper},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s was refused as a namespace key: %v", tc.what, r)
+				}
+			}()
+			Reconciler(m, tc.key, inner)
+			Handovers(m, reader, &corev1.ConfigMapList{}, tc.key)
+		}()
+	}
+}

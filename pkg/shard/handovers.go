@@ -19,7 +19,10 @@ import (
 // did not serve (a range taken over, its first claim), it lists list's
 // objects from reader (the manager's cache) and enqueues a request for
 // each of them whose key falls in those hashes. Add it to the controller
-// next to its primary kind, with the key of its Reconciler:
+// next to its primary kind, with the very KeyFunc value its Reconciler
+// has (each ObjectKey keeps a record of deletions of its own, which only
+// the Reconciler it is given reaches: with a second ObjectKey built for
+// it, Handovers replays no deletions):
 //
 //	key := shard.ObjectKey(member, mgr.GetCache(), &corev1.ConfigMap{})
 //	ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
@@ -37,7 +40,9 @@ import (
 // RequestName).
 //
 // When key is ObjectKey's (or a KeyFunc that calls it with the context it
-// is given), Handovers also enqueues the deletions ObjectKey recorded
+// is given, that of another kind included: its deletions whose names the
+// controller was asked to reconcile are replayed as such requests),
+// Handovers also enqueues the deletions ObjectKey recorded
 // whose key falls in the hashes gained: those this member dropped as
 // another's in the last two lease durations, and those it has not settled,
 // of the deletions whose request reached the Reconciler (a deletion the
@@ -52,7 +57,8 @@ import (
 // replaying deletions, rather than hang the controller's setup.
 //
 // Handovers panics if an argument is nil, list is not a list type, or key
-// is RequestName or RequestNamespace and m's key is not KeyNamespace.
+// is RequestName or RequestNamespace and m's key is not KeyNamespace
+// (those functions themselves: a KeyFunc that calls one is not recognised).
 func Handovers(m *Member, reader client.Reader, list client.ObjectList, key KeyFunc) source.Source {
 	switch {
 	case m == nil:

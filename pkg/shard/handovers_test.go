@@ -570,3 +570,117 @@ func TestHandoversReplaysOnlyDeletionsTheControllerGot(t *testing.T) {
 		t.Fatalf("after the hand-over the controller reconciled %v, want [wanted]: a deletion its predicate filtered out was replayed", reconciled)
 	}
 }
+
+// TestHandoversWithAKeyOfAnotherKind: a KeyFunc of the user's may place a
+// controller's requests by another kind's ObjectKey (ConfigMaps placed by
+// the UID of the Secret of the same name). Handovers then finds the
+// Secrets' record behind it: it must replay only the Secret deletions
+// whose name the ConfigMap controller was asked to reconcile (it watches
+// those Secrets), not every Secret deletion as a request for a ConfigMap
+// that never existed.
+func TestHandoversWithAKeyOfAnotherKind(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(3*time.Second),
+		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := NewRange(0, 1<<63)
+	m.gate.assign(half)
+	m.gate.set(half, clk.Now().Add(time.Hour))
+	var uids []string
+	for i := 0; len(uids) < 2; i++ {
+		if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
+			uids = append(uids, u)
+		}
+	}
+	paired := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "paired", UID: types.UID(uids[0])}}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: types.UID(uids[1])}}
+	secrets := newInformerReader(paired.DeepCopy(), other.DeepCopy())
+	secretKey := ObjectKey(m, secrets, &corev1.Secret{})
+	bySecret := func(ctx context.Context, req reconcile.Request) (string, bool, error) { return secretKey(ctx, req) }
+	configMaps := newInformerReader()
+	var reconciled []string
+	r := Reconciler(m, bySecret, reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		reconciled = append(reconciled, req.Name)
+		return reconcile.Result{}, nil
+	}))
+	src := Handovers(m, configMaps, &corev1.ConfigMapList{}, bySecret).(*handovers)
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+
+	secrets.remove(t, paired, false)
+	secrets.remove(t, other, false)
+	// The controller watches the Secret "paired" (mapped to the ConfigMap
+	// of its name): its deletion's request is another replica's.
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(paired)}); err != nil || len(reconciled) != 0 {
+		t.Fatalf("another replica's request: %v, reconciled %v", err, reconciled)
+	}
+	m.gate.assign(FullRange())
+	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	if _, _, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil {
+		t.Fatal(err)
+	}
+	for q.Len() > 0 {
+		req, _ := q.Get()
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		q.Done(req)
+	}
+	if len(reconciled) != 1 || reconciled[0] != "paired" {
+		t.Fatalf("after the hand-over the ConfigMap controller reconciled %v, want [paired]: a Secret's deletion it was never asked about reached it as a ConfigMap's", reconciled)
+	}
+}
+
+// TestHandoversNeedsItsReconcilersKey: each ObjectKey keeps its own
+// record, settled by the Reconciler it is given. A user who builds
+// ObjectKey twice, once for the Reconciler and once for Handovers, gets a
+// Handovers whose record no Reconciler ever reaches: it replays none of the
+// deletions its controller dropped (nor, as it would otherwise, deletions
+// its controller already reconciled). The same value replays them.
+func TestHandoversNeedsItsReconcilersKey(t *testing.T) {
+	for _, tc := range []struct {
+		what string
+		same bool
+		want int
+	}{{"the Reconciler's key", true, 1}, {"a second ObjectKey", false, 0}} {
+		t.Run(tc.what, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(3*time.Second),
+				WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			half := NewRange(0, 1<<63)
+			m.gate.assign(half)
+			m.gate.set(half, clk.Now().Add(time.Hour))
+			uid := ""
+			for i := 0; uid == ""; i++ {
+				if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
+					uid = u
+				}
+			}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}}
+			reader := newInformerReader(cm.DeepCopy())
+			key := ObjectKey(m, reader, &corev1.ConfigMap{})
+			handoverKey := key
+			if !tc.same {
+				handoverKey = ObjectKey(m, reader, &corev1.ConfigMap{})
+			}
+			r := Reconciler(m, key, reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil }))
+			src := Handovers(m, reader, &corev1.ConfigMapList{}, handoverKey).(*handovers)
+			reader.remove(t, cm, false)
+			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cm)}); err != nil {
+				t.Fatal(err)
+			}
+			m.gate.assign(FullRange())
+			m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+			if _, deletions, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil || deletions != tc.want {
+				t.Fatalf("Handovers with %s replayed %d deletions (%v), want %d", tc.what, deletions, err, tc.want)
+			}
+		})
+	}
+}

@@ -87,7 +87,9 @@ func retryDelay(waited, leaseDuration time.Duration) time.Duration {
 // key's errors are returned, so the request is retried.
 //
 // Reconciler panics if an argument is nil, or if key is RequestName or
-// RequestNamespace and m's key is not KeyNamespace.
+// RequestNamespace and m's key is not KeyNamespace (those functions
+// themselves, held in a variable or not: a KeyFunc of the user's that
+// calls one is not recognised).
 func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconciler {
 	switch {
 	case m == nil:
