@@ -17,9 +17,11 @@ import (
 const (
 	// DeletedKeyTTL is how long ObjectKey keeps, at most, the key of an
 	// object its cache saw deleted, for the requests of that deletion. The
-	// record of one goes as soon as a Reconciler has reconciled its request
-	// without a requeue or an error, and is kept only twice the lease
-	// duration once one has dropped it as another replica's (unless
+	// record of one is kept only twice the lease duration once a Reconciler
+	// has reconciled its request without a requeue or an error (for the
+	// other requests of its name: another controller's whose KeyFunc calls
+	// the same ObjectKey, a child's deletion mapped to it), and as long
+	// once one has dropped it as another replica's (unless
 	// Handovers replays it meanwhile: it is then pending again); this bounds
 	// the rest (requests a predicate filtered out, or requeued with a
 	// growing backoff).
@@ -27,8 +29,9 @@ const (
 	// MaxDeletedKeys is how many keys of deleted objects one ObjectKey
 	// keeps at most (a few hundred bytes each) whose requests are not
 	// settled: past it the oldest goes, and the requests of that deletion
-	// are dropped by every replica. Those dropped as another replica's are
-	// bounded apart, by the same number, and their oldest go silently.
+	// are dropped by every replica. Those dropped as another replica's, and
+	// those reconciled here, are bounded apart, each by the same number,
+	// and their oldest go silently.
 	MaxDeletedKeys = 16384
 	// RecordWait is how long a Reconciler retries (every RetryAfter) a
 	// request whose object ObjectKey neither finds nor saw deleted before
@@ -41,22 +44,27 @@ const (
 // saw deleted, by namespace and name, bounded in age and number: the
 // request of a deletion finds nothing to read, and this is where it is
 // placed from. A record is pending until a Reconciler settles its request:
-// reconciled here, it goes; dropped as another replica's, it is released,
+// reconciled here, it is kept a while longer (for the requests of other
+// controllers whose KeyFuncs call the same ObjectKey, and later requests
+// for the name), never replayed; dropped as another replica's, it is released,
 // and kept for a while in case this replica takes the object's hash over
 // (Handovers replays it: the other replica may not have served the hash
 // when the request came, or may have died before it reconciled it).
 type deletedKeys struct {
 	clock       clock.PassiveClock
 	ttl         time.Duration // of a pending record
-	releasedTTL time.Duration // of a released record, from its release
+	releasedTTL time.Duration // of a released or reconciled record, from then
 	max         int           // records of each state
 	onFull      func()        // called (without mu) the first time the bound drops a pending record
 
 	mu       sync.Mutex
-	byName   map[types.NamespacedName]*list.Element // of *deletedKey, in pending or released
+	byName   map[types.NamespacedName]*list.Element // of *deletedKey, in pending, released or reconciled
 	pending  list.List                              // oldest record first
 	released list.List                              // oldest release first
-	full     bool
+	// reconciled holds the records whose request a Reconciler reconciled
+	// here, oldest first, for releasedTTL: found, never replayed.
+	reconciled list.List
+	full       bool
 	// misses are the names whose requests found neither the object nor
 	// a record, with when the first did: retried until RecordWait has
 	// passed. Bounded by max too.
@@ -68,7 +76,8 @@ type deletedKey struct {
 	value    string
 	recorded time.Time // when the cache saw the deletion
 	at       time.Time // recorded, or released: the age of its list
-	released bool      // in released, else in pending
+	released bool      // in released
+	done     bool      // in reconciled (else, and not released, in pending)
 	// requested says that a request for name reached a Reconciler since
 	// the deletion: the controller wants it (its predicates did not filter
 	// the deletion out), and only such a record is replayed.
@@ -158,6 +167,7 @@ func (d *deletedKeys) add(name types.NamespacedName, value string, released bool
 func (d *deletedKeys) expireLocked(now time.Time) (overBound bool) {
 	overBound = d.expireListLocked(&d.pending, now, d.ttl)
 	d.expireListLocked(&d.released, now, d.releasedTTL)
+	d.expireListLocked(&d.reconciled, now, d.releasedTTL)
 	return overBound
 }
 
@@ -175,15 +185,18 @@ func (d *deletedKeys) expireListLocked(l *list.List, now time.Time, ttl time.Dur
 	return overBound
 }
 
-// removeLocked drops what is recorded for name, in either state.
+// removeLocked drops what is recorded for name, in any state.
 func (d *deletedKeys) removeLocked(name types.NamespacedName) {
 	e, ok := d.byName[name]
 	if !ok {
 		return
 	}
-	if e.Value.(*deletedKey).released {
+	switch k := e.Value.(*deletedKey); {
+	case k.done:
+		d.reconciled.Remove(e)
+	case k.released:
 		d.released.Remove(e)
-	} else {
+	default:
 		d.pending.Remove(e)
 	}
 	delete(d.byName, name)
@@ -191,8 +204,9 @@ func (d *deletedKeys) removeLocked(name types.NamespacedName) {
 
 // lookup returns the key value of the deleted object name, and a function
 // that settles its record (if it is still that deletion's): here says that
-// the request was reconciled on this replica (the record goes), else that
-// it was dropped as another replica's (the record is released). requested
+// the request was reconciled on this replica (the record is kept as
+// reconciled), else that it was dropped as another replica's (the record
+// is released). requested
 // says that the request is a Reconciler's: the record may be replayed.
 func (d *deletedKeys) lookup(name types.NamespacedName, requested bool) (string, func(here bool), bool) {
 	d.mu.Lock()
@@ -216,7 +230,9 @@ func (d *deletedKeys) forget(name types.NamespacedName) {
 }
 
 // settle ends k's pending state, if k is still name's record: reconciled
-// here, it goes; otherwise it is released (again, if a replay made it
+// here, it is kept as reconciled (for the requests of the other
+// controllers that use the same ObjectKey, which must find it too), from
+// now, and never replayed; otherwise it is released (again, if a replay made it
 // pending: a replayed request that is another replica's by now), from now.
 // A record already released stays as it is: later requests for the name
 // (a child's deletion mapped to its owner) dropped as another's too do not
@@ -225,11 +241,14 @@ func (d *deletedKeys) forget(name types.NamespacedName) {
 func (d *deletedKeys) settle(k *deletedKey, here bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e, ok := d.byName[k.name]; !ok || e.Value.(*deletedKey) != k || (k.released && !here) {
+	if e, ok := d.byName[k.name]; !ok || e.Value.(*deletedKey) != k || k.done || (k.released && !here) {
 		return
 	}
 	d.removeLocked(k.name)
 	if here {
+		k.released, k.done, k.at = false, true, d.clock.Now()
+		d.byName[k.name] = d.reconciled.PushBack(k)
+		d.expireLocked(k.at)
 		return
 	}
 	k.released, k.at = true, d.clock.Now()
@@ -241,9 +260,9 @@ func (d *deletedKeys) settle(k *deletedKey, here bool) {
 // hashes into r, which the member now serves, and whose request reached a
 // Reconciler (a deletion the controller's predicates filtered out is not
 // the controller's to reconcile; one whose request has not reached it yet
-// will, and is reconciled then), and makes the released ones pending again: their requests are this replica's to settle, and may be
-// retried (a sharded cache relisting r) for longer than a released record
-// lasts. Their age counts from the deletion again, as every pending
+// will, and is reconciled then), and makes the released ones pending
+// again: their requests are this replica's to settle, and may be retried
+// (a sharded cache relisting r) for longer than a released record lasts. Their age counts from the deletion again, as every pending
 // record's does.
 func (d *deletedKeys) replay(r Range) []types.NamespacedName {
 	d.mu.Lock()
@@ -294,7 +313,8 @@ func (d *deletedKeys) repend(k *deletedKey) {
 	d.byName[k.name] = d.pending.InsertAfter(k, e)
 }
 
-// len returns how many records are pending, and how many released.
+// len returns how many records are pending, and how many released (those
+// kept as reconciled are neither).
 func (d *deletedKeys) len() (pending, released int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

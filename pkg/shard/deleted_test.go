@@ -317,8 +317,11 @@ func TestDeletedKeysReleased(t *testing.T) {
 	}
 	_, settle, _ := d.lookup(name("y"), true)
 	settle(true) // reconciled here after a replay
-	if _, _, ok := d.lookup(name("y"), true); ok {
-		t.Fatal("a released record reconciled here is still kept")
+	if p, r := d.len(); p != 2 || r != 0 {
+		t.Fatalf("a released record reconciled here: %d pending, %d released; want the 2 others pending, none released", p, r)
+	}
+	if v, _, ok := d.lookup(name("y"), true); !ok || v != "uy" {
+		t.Fatalf("a record reconciled here is not found for the other requests of its name: %q, %v", v, ok)
 	}
 	if got := d.inRange(FullRange()); len(got) != 2 {
 		t.Fatalf("in the whole range: %v, want the two pending", got)
@@ -566,4 +569,50 @@ func (d *deletedKeys) inRange(r Range) []types.NamespacedName {
 	defer d.mu.Unlock()
 	names, _ := d.inRangeLocked(r, false)
 	return names
+}
+
+// TestObjectKeySharedByTwoControllers: one ObjectKey may serve two
+// controllers: the Secrets' own, and, inside a KeyFunc of the user's, a
+// ConfigMap controller that places each ConfigMap by the Secret of its
+// name (and watches those Secrets). Both get a request for a deleted
+// Secret; the first to reconcile it must not take its record away from
+// the other, which would drop the deletion as unknown.
+func TestObjectKeySharedByTwoControllers(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLogger(testLogger(t, "A")), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.gate.assign(FullRange())
+	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "u"}}
+	reader := newInformerReader(secret.DeepCopy())
+	secretKey := ObjectKey(m, reader, &corev1.Secret{})
+	bySecret := func(ctx context.Context, req reconcile.Request) (string, bool, error) { return secretKey(ctx, req) }
+	reconciled := map[string]int{}
+	inner := func(name string) reconcile.Func {
+		return func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			reconciled[name]++
+			return reconcile.Result{}, nil
+		}
+	}
+	configMaps := Reconciler(m, bySecret, inner("configmaps"))
+	secrets := Reconciler(m, secretKey, inner("secrets"))
+	reader.remove(t, secret, false)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(secret)}
+	for _, r := range []reconcile.Reconciler{configMaps, secrets} {
+		for range 20 {
+			res, err := r.Reconcile(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RequeueAfter == 0 {
+				break
+			}
+			clk.Step(res.RequeueAfter)
+		}
+	}
+	if reconciled["configmaps"] != 1 || reconciled["secrets"] != 1 {
+		t.Fatalf("the Secret's deletion was reconciled %v, want once by each controller: the first to reconcile it took the record away from the other, which dropped it as unknown", reconciled)
+	}
 }

@@ -159,9 +159,13 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // handler is added only once a Handovers uses the KeyFunc: the record is
 // there for its replays only). So the replica whose
 // range held the object reconciles its deletion, and the others drop it.
-// A record goes once a Reconciler has reconciled its request without an
-// error or a requeue, or when the object is read again (re-created), and
-// at the latest after DeletedKeyTTL; one ObjectKey keeps at most
+// A record goes twice the member's lease duration after a Reconciler has
+// reconciled its request without an error or a requeue (meanwhile it
+// places the other requests of that name, such as those of another
+// controller whose KeyFunc calls the same ObjectKey, and is never
+// replayed: each Reconciler that uses it must find it, not only the
+// first), when the object is read again (re-created), and at the latest
+// after DeletedKeyTTL; one ObjectKey keeps at most
 // MaxDeletedKeys, the oldest going first (logged once). A request dropped
 // as another replica's leaves its record released, kept for twice the
 // member's lease duration from that first drop (later requests for the
