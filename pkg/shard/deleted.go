@@ -46,10 +46,11 @@ const (
 // placed from. A record is pending until a Reconciler settles its request:
 // reconciled here, it is kept a while longer (for the requests of other
 // controllers whose KeyFuncs call the same ObjectKey, and later requests
-// for the name), never replayed; dropped as another replica's, it is released,
-// and kept for a while in case this replica takes the object's hash over
-// (Handovers replays it: the other replica may not have served the hash
-// when the request came, or may have died before it reconciled it).
+// for the name), never replayed; dropped as another replica's, it is
+// released, and kept for a while in case this replica takes the object's
+// hash over (Handovers replays it: the other replica may not have served
+// the hash when the request came, or may have died before it reconciled
+// it).
 type deletedKeys struct {
 	clock       clock.PassiveClock
 	ttl         time.Duration // of a pending record
@@ -206,8 +207,8 @@ func (d *deletedKeys) removeLocked(name types.NamespacedName) {
 // that settles its record (if it is still that deletion's): here says that
 // the request was reconciled on this replica (the record is kept as
 // reconciled), else that it was dropped as another replica's (the record
-// is released). requested
-// says that the request is a Reconciler's: the record may be replayed.
+// is released). requested says that the request is a Reconciler's: the
+// record may be replayed.
 func (d *deletedKeys) lookup(name types.NamespacedName, requested bool) (string, func(here bool), bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -232,8 +233,9 @@ func (d *deletedKeys) forget(name types.NamespacedName) {
 // settle ends k's pending state, if k is still name's record: reconciled
 // here, it is kept as reconciled (for the requests of the other
 // controllers that use the same ObjectKey, which must find it too), from
-// now, and never replayed; otherwise it is released (again, if a replay made it
-// pending: a replayed request that is another replica's by now), from now.
+// now, and never replayed; otherwise it is released (again, if a replay
+// made it pending: a replayed request that is another replica's by now),
+// from now.
 // A record already released stays as it is: later requests for the name
 // (a child's deletion mapped to its owner) dropped as another's too do not
 // keep it, or it would last as long as they come, and be replayed long
@@ -256,14 +258,14 @@ func (d *deletedKeys) settle(k *deletedKey, here bool) {
 	d.expireLocked(k.at)
 }
 
-// replay returns the names of the recorded deletions whose key value
-// hashes into r, which the member now serves, and whose request reached a
-// Reconciler (a deletion the controller's predicates filtered out is not
-// the controller's to reconcile; one whose request has not reached it yet
-// will, and is reconciled then), and makes the released ones pending
-// again: their requests are this replica's to settle, and may be retried
-// (a sharded cache relisting r) for longer than a released record lasts. Their age counts from the deletion again, as every pending
-// record's does.
+// replay returns the names of the recorded deletions whose key value hashes
+// into r, which the member now serves, and whose request reached a Reconciler
+// (a deletion the controller's predicates filtered out is not the controller's
+// to reconcile; one whose request has not reached it yet will, and is
+// reconciled then), and makes the released ones pending again: their requests
+// are this replica's to settle, and may be retried (a sharded cache relisting
+// r) for longer than a released record lasts. Their age counts from the
+// deletion again, as every pending record's does.
 func (d *deletedKeys) replay(r Range) []types.NamespacedName {
 	d.mu.Lock()
 	names, overBound := d.inRangeLocked(r, true)

@@ -39,22 +39,22 @@ import (
 // its primary objects' (For, or namespaces with NamespaceList and
 // RequestName).
 //
-// When key is ObjectKey's (or a KeyFunc that calls it with the context it
-// is given, that of another kind included: its deletions whose names the
-// controller was asked to reconcile are replayed as such requests),
-// Handovers also enqueues the deletions ObjectKey recorded
-// whose key falls in the hashes gained: those this member dropped as
-// another's in the last two lease durations, and those it has not settled,
-// of the deletions whose request reached the Reconciler (a deletion the
-// controller's predicates filtered out is not replayed; one whose request
-// has not reached it yet is reconciled when it does). A deletion is then
-// reconciled at least once: twice if the old owner reconciled it too. To find that record, Handovers calls key once, when
+// When key is ObjectKey's (or a KeyFunc that calls it with the context it is
+// given, that of another kind included: its deletions whose names the
+// controller was asked to reconcile are replayed as such requests), Handovers
+// also enqueues the deletions ObjectKey recorded whose key falls in the hashes
+// gained: those this member dropped as another's in the last two lease
+// durations, and those it has not settled, of the deletions whose request
+// reached the Reconciler (a deletion the controller's predicates filtered out
+// is not replayed; one whose request has not reached it yet is reconciled when
+// it does). A deletion is then reconciled at least once: twice if the old
+// owner reconciled it too. To find that record, Handovers calls key once, when
 // it is built, with an empty request and a cancelled context; any other
-// KeyFunc's answer is ignored, and so is a panic (a KeyFunc that expects
-// a name in every request). A KeyFunc that has not returned a second
-// later (it waits for something without looking at its context) is left
-// to return when it will: Handovers logs an error and goes on without
-// replaying deletions, rather than hang the controller's setup.
+// KeyFunc's answer is ignored, and so is a panic (a KeyFunc that expects a
+// name in every request). A KeyFunc that has not returned a second later (it
+// waits for something without looking at its context) is left to return when
+// it will: Handovers logs an error and goes on without replaying deletions,
+// rather than hang the controller's setup.
 //
 // Handovers panics if an argument is nil, list is not a list type, or key
 // is RequestName or RequestNamespace and m's key is not KeyNamespace

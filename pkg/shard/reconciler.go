@@ -148,44 +148,41 @@ func Reconciler(m *Member, key KeyFunc, r reconcile.Reconciler) reconcile.Reconc
 // controller-runtime's cache honours) and only looks at that field.
 // ObjectKey panics if an argument is nil.
 //
-// The request of a deletion finds nothing to read. If reader has
-// informers (a controller-runtime cache.Informers, as the manager's cache
-// is), ObjectKey adds a handler to obj's informer that records, for each
-// object the cache sees deleted (DeletedFinalStateUnknown tombstones
-// included: an object that left the member's range, or that a relist found
-// gone), its namespace, name and key value. With KeyUID, ObjectKey answers
-// the UID that the object had, from the record; with KeyNamespace, the
-// request's namespace, the object's, record or not (with KeyNamespace the
-// handler is added only once a Handovers uses the KeyFunc: the record is
-// there for its replays only). So the replica whose
-// range held the object reconciles its deletion, and the others drop it.
+// The request of a deletion finds nothing to read. If reader has informers (a
+// controller-runtime cache.Informers, as the manager's cache is), ObjectKey
+// adds a handler to obj's informer that records, for each object the cache
+// sees deleted (DeletedFinalStateUnknown tombstones included: an object that
+// left the member's range, or that a relist found gone), its namespace, name
+// and key value. With KeyUID, ObjectKey answers the UID that the object had,
+// from the record; with KeyNamespace, the request's namespace, the object's,
+// record or not (with KeyNamespace the handler is added only once a Handovers
+// uses the KeyFunc: the record is there for its replays only). So the replica
+// whose range held the object reconciles its deletion, and the others drop it.
 // A record goes twice the member's lease duration after a Reconciler has
-// reconciled its request without an error or a requeue (meanwhile it
-// places the other requests of that name, such as those of another
-// controller whose KeyFunc calls the same ObjectKey, and is never
-// replayed: each Reconciler that uses it must find it, not only the
-// first), when the object is read again (re-created), and at the latest
-// after DeletedKeyTTL; one ObjectKey keeps at most
-// MaxDeletedKeys, the oldest going first (logged once). A request dropped
-// as another replica's leaves its record released, kept for twice the
-// member's lease duration from that first drop (later requests for the
-// name dropped too do not extend it; at most MaxDeletedKeys of them, apart
-// from the others), as does from the start the record of an object whose hash the
-// member neither serves nor is assigned (a sharded cache's tombstones for
-// what left its range): if the member takes the object's hash over meanwhile, Handovers
-// replays the deletion, which the other replica may have dropped (it had
-// let the hash go) or not reconciled (it died), if a request for it
-// reached the Reconciler (not one the controller's predicates filtered
-// out), and the record is pending again (its request may be retried while a sharded cache relists the
-// hashes taken over). The controller's own
-// handler may run before the one that records a deletion (each has its own
-// goroutine), so inside a Reconciler a
-// request that finds neither the object nor a record is retried after
-// RetryAfter until RecordWait has passed since its first such try. Past
-// those bounds, and for a reader without informers, a request for an
-// object that is not found is unknown and dropped by every replica, as is
-// one for an object no replica's cache held (a mapping to a name that does
-// not exist; with informers, after RecordWait).
+// reconciled its request without an error or a requeue (meanwhile it places
+// the other requests of that name, such as those of another controller whose
+// KeyFunc calls the same ObjectKey, and is never replayed: each Reconciler
+// that uses it must find it, not only the first), when the object is read
+// again (re-created), and at the latest after DeletedKeyTTL; one ObjectKey
+// keeps at most MaxDeletedKeys, the oldest going first (logged once). A
+// request dropped as another replica's leaves its record released, kept for
+// twice the member's lease duration from that first drop (later requests for
+// the name dropped too do not extend it; at most MaxDeletedKeys of them, apart
+// from the others), as does from the start the record of an object whose hash
+// the member neither serves nor is assigned (a sharded cache's tombstones for
+// what left its range): if the member takes the object's hash over meanwhile,
+// Handovers replays the deletion, which the other replica may have dropped (it
+// had let the hash go) or not reconciled (it died), if a request for it
+// reached the Reconciler (not one the controller's predicates filtered out),
+// and the record is pending again (its request may be retried while a sharded
+// cache relists the hashes taken over). The controller's own handler may run
+// before the one that records a deletion (each has its own goroutine), so
+// inside a Reconciler a request that finds neither the object nor a record is
+// retried after RetryAfter until RecordWait has passed since its first such
+// try. Past those bounds, and for a reader without informers, a request for an
+// object that is not found is unknown and dropped by every replica, as is one
+// for an object no replica's cache held (a mapping to a name that does not
+// exist; with informers, after RecordWait).
 func ObjectKey(m *Member, reader client.Reader, obj client.Object) KeyFunc {
 	switch {
 	case m == nil:
