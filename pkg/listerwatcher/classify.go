@@ -32,6 +32,9 @@ const (
 	// RelistWhole starts a new restart by one LIST without a limit at the
 	// last resourceVersion: no continue token to expire.
 	RelistWhole
+	// ListOnce makes Auto list this restart instead of streaming, at once,
+	// and stream the next: the failure was not the stream's.
+	ListOnce
 )
 
 var actionNames = [...]string{
@@ -41,6 +44,7 @@ var actionNames = [...]string{
 	RelistFromNewest: `relist from "" at once`,
 	FallBackToList:   "fall back to ListWatch at once",
 	RelistWhole:      "relist from the last rv in one LIST without a limit",
+	ListOnce:         "list instead this once, at once",
 }
 
 func (a Action) String() string {
@@ -143,6 +147,10 @@ func unavailable(f fault) bool { return f.fromRV && isUnavailable(f.err) }
 func expired(f fault) bool     { return isExpired(f.err) }
 func internal(f fault) bool    { return apierrors.IsInternalError(f.err) }
 
+func notServedOrNotAllowed(f fault) bool {
+	return apierrors.IsNotFound(f.err) || apierrors.IsForbidden(f.err) || apierrors.IsUnauthorized(f.err)
+}
+
 func undecodableEvent(f fault) bool  { return isUndecodableEvent(f.err) }
 func unexpectedObject(f fault) bool  { return errors.Is(f.err, ErrUnexpectedObject) }
 func bookmarkWithoutRV(f fault) bool { return errors.Is(f.err, ErrBookmarkWithoutResourceVersion) }
@@ -187,7 +195,13 @@ var rules = []rule{
 	{"streaming", OpWatch, `the stream's open, at the last rv, answers 410 or "too large resource version"`, unavailable,
 		Decision{Next: RelistFromNewest, Verbosity: 4}},
 	// client-go falls back to a LIST at V(4) ("Data couldn't be fetched in
-	// watchlist mode").
+	// watchlist mode"), at every attempt. A resource not served (its CRD
+	// not installed yet) or a client not allowed to read it tells nothing
+	// of the server's streaming: the LIST fails alike and reaches the
+	// handler, and the next attempt streams, once the CRD is served too.
+	{"streaming", OpWatch, "Auto: the stream's open answers 404, 403 or 401 (the resource or the client, not the stream)",
+		func(f fault) bool { return f.auto && notServedOrNotAllowed(f) },
+		Decision{Next: ListOnce, Verbosity: 4}},
 	{"streaming", OpWatch, "Auto: the stream's open fails otherwise",
 		func(f fault) bool { return f.auto },
 		Decision{Next: FallBackToList, Verbosity: 4}},

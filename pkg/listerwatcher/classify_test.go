@@ -20,17 +20,19 @@ import (
 // with the decision written out: the rules are what is under test.
 func TestClassifyFollowsTheFaultTable(t *testing.T) {
 	var (
-		boom        = errors.New("boom")
-		expired     = apierrors.NewResourceExpired("too old resource version")
-		gone        = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone}}
-		tooLarge    = fake.TooLargeResourceVersion(10, 5)
-		throttled   = apierrors.NewTooManyRequests("slow down", 3)
-		refused     = fake.ConnectionRefused()
-		internal    = apierrors.NewInternalError(errors.New("etcd hiccup"))
-		forbidden   = apierrors.NewForbidden(configMaps, "", errors.New("no"))
-		invalid     = apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", nil)
-		noStatus    = watchEventError(&corev1.ConfigMap{})
-		undecodable = apierrors.FromObject(apierrors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding").AsObject(errors.New("garbage")))
+		boom         = errors.New("boom")
+		expired      = apierrors.NewResourceExpired("too old resource version")
+		gone         = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone}}
+		tooLarge     = fake.TooLargeResourceVersion(10, 5)
+		throttled    = apierrors.NewTooManyRequests("slow down", 3)
+		refused      = fake.ConnectionRefused()
+		internal     = apierrors.NewInternalError(errors.New("etcd hiccup"))
+		forbidden    = apierrors.NewForbidden(configMaps, "", errors.New("no"))
+		notFound     = apierrors.NewNotFound(configMaps, "")
+		unauthorized = apierrors.NewUnauthorized("no token")
+		invalid      = apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", nil)
+		noStatus     = watchEventError(&corev1.ConfigMap{})
+		undecodable  = apierrors.FromObject(apierrors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding").AsObject(errors.New("garbage")))
 
 		firstFromRV          = listing{attempt: attempt{from: "5"}, opts: metav1.ListOptions{Limit: 500, ResourceVersion: "5", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}}
 		firstNewest          = listing{opts: metav1.ListOptions{Limit: 500}}
@@ -89,75 +91,81 @@ func TestClassifyFollowsTheFaultTable(t *testing.T) {
 			want{8, Decision{Cause: CauseTooLargeResourceVersion, Next: RelistFromNewest, Verbosity: 4}}},
 		{"stream open from the last rv expired", OpWatch, streamRV, expired, explicit,
 			want{8, Decision{Cause: CauseExpired, Next: RelistFromNewest, Verbosity: 4}}},
+		{"Auto: stream open not found (a CRD not installed yet)", OpWatch, streamNew, notFound, auto,
+			want{9, Decision{Cause: CauseNotFound, Next: ListOnce, Verbosity: 4}}},
+		{"Auto: stream open forbidden", OpWatch, streamRV, forbidden, auto,
+			want{9, Decision{Cause: CauseForbidden, Next: ListOnce, Verbosity: 4}}},
+		{"Auto: stream open unauthorized", OpWatch, streamNew, unauthorized, auto,
+			want{9, Decision{Cause: CauseUnauthorized, Next: ListOnce, Verbosity: 4}}},
 		{"Auto: stream open invalid", OpWatch, streamNew, invalid, auto,
-			want{9, Decision{Cause: CauseBadRequest, Next: FallBackToList, Verbosity: 4}}},
+			want{10, Decision{Cause: CauseBadRequest, Next: FallBackToList, Verbosity: 4}}},
 		{"Auto: stream open from \"\" expired", OpWatch, streamNew, expired, auto,
-			want{9, Decision{Cause: CauseExpired, Next: FallBackToList, Verbosity: 4}}},
+			want{10, Decision{Cause: CauseExpired, Next: FallBackToList, Verbosity: 4}}},
 		{"StreamingList: stream open forbidden", OpWatch, streamNew, forbidden, explicit,
-			want{10, Decision{Cause: CauseForbidden, Next: RetryRequest, Backoff: true, Notify: true}}},
+			want{11, Decision{Cause: CauseForbidden, Next: RetryRequest, Backoff: true, Notify: true}}},
 		{"stream sends 429", OpStream, streamNew, throttled, auto,
-			want{11, Decision{Cause: CauseThrottled, Next: RelistFromLast, Reason: Error, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 2}}},
+			want{12, Decision{Cause: CauseThrottled, Next: RelistFromLast, Reason: Error, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 2}}},
 		{"stream from the last rv sends 410", OpStream, streamRV, expired, auto,
-			want{12, Decision{Cause: CauseExpired, Next: RelistFromNewest, Reason: Expired, Verbosity: 4}}},
+			want{13, Decision{Cause: CauseExpired, Next: RelistFromNewest, Reason: Expired, Verbosity: 4}}},
 		{"Auto: no end bookmark", OpStream, streamNew, ErrNoEndBookmark, auto,
-			want{13, Decision{Cause: CauseNoEndBookmark, Next: FallBackToList, Reason: StreamingFallback, Verbosity: 4}}},
+			want{14, Decision{Cause: CauseNoEndBookmark, Next: FallBackToList, Reason: StreamingFallback, Verbosity: 4}}},
 		{"Auto: a change before the end bookmark", OpStream, streamRV, ErrNotStreaming, auto,
-			want{13, Decision{Cause: CauseNotStreaming, Next: FallBackToList, Reason: StreamingFallback, Verbosity: 4}}},
+			want{14, Decision{Cause: CauseNotStreaming, Next: FallBackToList, Reason: StreamingFallback, Verbosity: 4}}},
 		{"StreamingList: no end bookmark", OpStream, streamNew, ErrNoEndBookmark, explicit,
-			want{14, Decision{Cause: CauseNoEndBookmark, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+			want{15, Decision{Cause: CauseNoEndBookmark, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"StreamingList: a change before the end bookmark", OpStream, streamNew, ErrNotStreaming, explicit,
-			want{14, Decision{Cause: CauseNotStreaming, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+			want{15, Decision{Cause: CauseNotStreaming, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"stream sends an object of another type", OpStream, streamNew, fmt.Errorf("%w: *v1.Secret", ErrUnexpectedObject), explicit,
-			want{15, Decision{Cause: CauseUnexpectedObject, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+			want{16, Decision{Cause: CauseUnexpectedObject, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
 		{"stream's end bookmark without a resourceVersion", OpStream, streamRV, ErrBookmarkWithoutResourceVersion, auto,
-			want{16, Decision{Cause: CauseBookmarkWithoutResourceVersion, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+			want{17, Decision{Cause: CauseBookmarkWithoutResourceVersion, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"stream sends 500", OpStream, streamNew, internal, auto,
-			want{17, Decision{Cause: CauseServerError, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+			want{18, Decision{Cause: CauseServerError, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
 		{"stream ends before its end bookmark", OpStream, streamRV, ErrStreamEnded, auto,
-			want{17, Decision{Cause: CauseStreamEnded, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+			want{18, Decision{Cause: CauseStreamEnded, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
 		{"stream sends an ERROR without a Status", OpStream, streamNew, noStatus, explicit,
-			want{17, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+			want{18, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
 
 		{"watch open throttled", OpWatch, watchingRV, throttled, auto,
-			want{18, Decision{Cause: CauseThrottled, Next: ResumeWatch, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 4}}},
+			want{19, Decision{Cause: CauseThrottled, Next: ResumeWatch, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 4}}},
 		{"watch open refused", OpWatch, watchingRV, refused, auto,
-			want{18, Decision{Cause: CauseRefused, Next: ResumeWatch, Backoff: true, Verbosity: 4}}},
+			want{19, Decision{Cause: CauseRefused, Next: ResumeWatch, Backoff: true, Verbosity: 4}}},
 		{"watch open expired", OpWatch, watchingRV, expired, auto,
-			want{19, Decision{Cause: CauseExpired, Next: RelistFromLast, Reason: Expired, Backoff: true, Notify: true}}},
+			want{20, Decision{Cause: CauseExpired, Next: RelistFromLast, Reason: Expired, Backoff: true, Notify: true}}},
 		{"watch open 500", OpWatch, watchingRV, internal, auto,
-			want{20, Decision{Cause: CauseServerError, Next: ResumeWatch, Backoff: true, Notify: true}}},
+			want{21, Decision{Cause: CauseServerError, Next: ResumeWatch, Backoff: true, Notify: true}}},
 		{"watch open forbidden", OpWatch, watchingRV, forbidden, auto,
-			want{21, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+			want{22, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
 		{"watch open too large", OpWatch, watchingRV, tooLarge, auto,
-			want{21, Decision{Cause: CauseTooLargeResourceVersion, Next: RelistFromLast, Reason: Error, Backoff: true, RetryAfter: time.Second, Notify: true}}},
+			want{22, Decision{Cause: CauseTooLargeResourceVersion, Next: RelistFromLast, Reason: Error, Backoff: true, RetryAfter: time.Second, Notify: true}}},
 		{"watch sends 410", OpStream, watchingRV, expired, auto,
-			want{22, Decision{Cause: CauseExpired, Next: RelistFromLast, Reason: Expired, Backoff: true, Verbosity: 4}}},
+			want{23, Decision{Cause: CauseExpired, Next: RelistFromLast, Reason: Expired, Backoff: true, Verbosity: 4}}},
 		{"watch sends an event the client cannot decode", OpStream, watchingRV, undecodable, auto,
-			want{23, Decision{Cause: CauseDecode, Next: ResumeWatch, Backoff: true}}},
+			want{24, Decision{Cause: CauseDecode, Next: ResumeWatch, Backoff: true}}},
 		{"watch sends an object of another type", OpStream, watchingRV, fmt.Errorf("%w: *v1.Secret", ErrUnexpectedObject), auto,
-			want{24, Decision{Cause: CauseUnexpectedObject, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+			want{25, Decision{Cause: CauseUnexpectedObject, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
 		{"watch sends a bookmark without a resourceVersion", OpStream, watchingRV, ErrBookmarkWithoutResourceVersion, auto,
-			want{25, Decision{Cause: CauseBookmarkWithoutResourceVersion, Next: ResumeWatch, Backoff: true}}},
+			want{26, Decision{Cause: CauseBookmarkWithoutResourceVersion, Next: ResumeWatch, Backoff: true}}},
 		{"watch sends an older event", OpStream, watchingRV, fmt.Errorf("%w: MODIFIED at 3", ErrStaleEvent), auto,
-			want{26, Decision{Cause: CauseStaleEvent, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+			want{27, Decision{Cause: CauseStaleEvent, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"watch sends 429", OpStream, watchingRV, throttled, auto,
-			want{27, Decision{Cause: CauseThrottled, Next: ResumeWatch, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 2}}},
+			want{28, Decision{Cause: CauseThrottled, Next: ResumeWatch, Backoff: true, RetryAfter: 3 * time.Second, Verbosity: 2}}},
 		{"watch sends 500", OpStream, watchingRV, internal, auto,
-			want{28, Decision{Cause: CauseServerError, Next: ResumeWatch, Backoff: true}}},
+			want{29, Decision{Cause: CauseServerError, Next: ResumeWatch, Backoff: true}}},
 		{"very short watch", OpStream, watchingRV, ErrVeryShortWatch, auto,
-			want{28, Decision{Cause: CauseVeryShortWatch, Next: ResumeWatch, Backoff: true}}},
+			want{29, Decision{Cause: CauseVeryShortWatch, Next: ResumeWatch, Backoff: true}}},
 		{"watch sends 403", OpStream, watchingRV, forbidden, auto,
-			want{29, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+			want{30, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 		{"watch sends an ERROR without a Status", OpStream, watchingRV, noStatus, auto,
-			want{29, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true}}},
+			want{30, Decision{Cause: CauseDecode, Next: RelistFromLast, Reason: Error, Backoff: true}}},
 
 		{"a panic while watching", OpPanic, watchingRV, &PanicError{Value: "bug"}, auto,
-			want{30, Decision{Cause: CausePanic, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+			want{31, Decision{Cause: CausePanic, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
 		{"a panic while listing", OpPanic, continued, &PanicError{Value: "bug"}, explicit,
-			want{30, Decision{Cause: CausePanic, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
+			want{31, Decision{Cause: CausePanic, Next: RelistFromLast, Reason: Error, Backoff: true, Verbosity: 4}}},
 
 		{"a step no phase has", OpWatch, firstNewest, forbidden, auto,
-			want{31, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
+			want{32, Decision{Cause: CauseForbidden, Next: RelistFromLast, Reason: Error, Backoff: true, Notify: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			i, d := classifyRule(faultOf(tc.op, tc.ph, tc.err, tc.auto))

@@ -154,10 +154,10 @@ func (m *machine) after(ph phase, d Decision) phase {
 	}
 	a := attempt{reason: reason, from: relistFrom(ph)}
 	switch d.Next {
-	case FallBackToList:
+	case FallBackToList, ListOnce:
 		// This restart lists whatever the fallback TTL: one of 0 has run
-		// out already, and streaming again at once would loop without
-		// ever listing.
+		// out already (ListOnce set none), and streaming again at once
+		// would loop without ever listing.
 		return m.listing(a)
 	case RelistWhole:
 		// One page of everything: no continue token that could expire.

@@ -66,7 +66,7 @@ func TestConsumerPanicRelistsAfterBackoff(t *testing.T) {
 
 // A panic in the middle of a paginated restart whose RestartStart the
 // consumer got: the restart starts over, telling why (Error), as after any
-// failure once the consumer saw the restart begin (fault table row 30).
+// failure once the consumer saw the restart begin (fault table row 31).
 // The step's phase had changed only in its own variables, so the restart
 // after the panic was told Initial again.
 func TestConsumerPanicWhileListing(t *testing.T) {

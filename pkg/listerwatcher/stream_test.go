@@ -190,6 +190,59 @@ func TestAutoWithZeroFallbackTTLListsOnce(t *testing.T) {
 	}
 }
 
+// A stream open refused because the resource is not served or the client
+// may not read it (a CRD not installed yet, RBAC not granted yet) says
+// nothing of streaming: Auto lists that once, as client-go lists at every
+// attempt, and streams at the next, so that an informer started before its
+// CRD streams its list once the CRD is served.
+func TestAutoListsOnceWhenTheResourceIsMissingOrForbidden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		is   func(error) bool
+	}{
+		{"NotFound", apierrors.NewNotFound(configMaps, ""), apierrors.IsNotFound},
+		{"Forbidden", apierrors.NewForbidden(configMaps, "", errors.New("no RBAC yet")), apierrors.IsForbidden},
+		{"Unauthorized", apierrors.NewUnauthorized("no token yet"), apierrors.IsUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, 3)
+			var refused atomic.Bool
+			refused.Store(true)
+			srv.SetFault(func(context.Context, fake.Request) error {
+				if refused.Load() {
+					return tc.err
+				}
+				return nil
+			})
+			h := start(t, srv, nil, WithFallbackTTL(DefaultFallbackTTL))
+			h.expectErr(tc.is) // the stream's open
+			h.expectErr(tc.is) // the LIST in its stead
+			refused.Store(false)
+			h.backoff(testBackoff.Initial)
+			if startEv, names, _ := h.restart(); startEv.Strategy != StreamingList || len(names) != 3 {
+				t.Errorf("restart %+v with %d objects once the resource is served, want one by StreamingList with 3", startEv, len(names))
+			}
+			var verbs []string
+			for _, req := range srv.Requests() {
+				verb := req.Verb
+				if req.Options.SendInitialEvents != nil {
+					verb = "stream"
+				}
+				verbs = append(verbs, verb)
+			}
+			if want := []string{"stream", "list", "stream"}; !reflect.DeepEqual(verbs, want) {
+				t.Errorf("requests %v, want %v", verbs, want)
+			}
+			select {
+			case err := <-h.obs.fallbacks:
+				t.Errorf("Auto fell back to ListWatch after %v", err)
+			default:
+			}
+		})
+	}
+}
+
 func TestAutoFallsBackWhenTheServerRefusesAndRemembersIt(t *testing.T) {
 	srv := newServer(t, 3)
 	srv.SetFault(refuseStreaming)
