@@ -20,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	clientfeatures "k8s.io/client-go/features"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/leaninformer/leaninformer/internal/faultproxy"
 	"github.com/leaninformer/leaninformer/internal/testenv"
 	"github.com/leaninformer/leaninformer/pkg/informer"
 )
@@ -38,8 +40,8 @@ func (g cborGates) Enabled(f clientfeatures.Feature) bool {
 	return g.Gates.Enabled(f)
 }
 
-// mediaTypes records the media type of every configmaps response, by verb
-// (list or watch).
+// mediaTypes records the media type of every configmaps and gizmos
+// response, by resource and verb ("configmaps list", "gizmos watch").
 type mediaTypes struct {
 	mu   sync.Mutex
 	seen map[string]map[string]bool
@@ -48,12 +50,16 @@ type mediaTypes struct {
 
 func (m *mediaTypes) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := m.next.RoundTrip(req)
-	if err != nil || !strings.Contains(req.URL.Path, "/configmaps") || req.Method != http.MethodGet {
+	if err != nil || req.Method != http.MethodGet {
 		return resp, err
 	}
-	verb := "list"
+	resource := faultproxy.ParseRequest(req).Resource
+	if resource != "configmaps" && resource != "gizmos" {
+		return resp, err
+	}
+	verb := resource + " list"
 	if req.URL.Query().Get("watch") == "true" {
-		verb = "watch"
+		verb = resource + " watch"
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	m.mu.Lock()
@@ -82,10 +88,11 @@ func (m *mediaTypes) get(verb string) []string {
 // paginated, holds what client-go's informer holds.
 var _ = Describe("CBOR on the wire", Ordered, func() {
 	var (
-		env   *envtest.Environment
-		dyn   dynamic.Interface
-		media *mediaTypes
-		ns    string
+		env     *envtest.Environment
+		restCfg *rest.Config
+		dyn     dynamic.Interface
+		media   *mediaTypes
+		ns      string
 	)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
@@ -108,12 +115,13 @@ var _ = Describe("CBOR on the wire", Ordered, func() {
 			ControlPlaneStartTimeout: time.Minute,
 			ControlPlaneStopTimeout:  time.Minute,
 		}
-		restCfg, err := env.Start()
+		restCfg, err = env.Start()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 		restCfg.QPS, restCfg.Burst = 2000, 4000
 		media = &mediaTypes{seen: map[string]map[string]bool{}}
 		restCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { media.next = rt; return media })
+		restCfg.WarningHandler = rest.NoWarnings{} // of the fields a CRD's schema prunes
 		dyn, err = dynamic.NewForConfig(restCfg)
 		Expect(err).NotTo(HaveOccurred())
 
@@ -190,13 +198,69 @@ var _ = Describe("CBOR on the wire", Ordered, func() {
 					g.Expect(h.state()).To(Equal(storeState(theirs.GetStore())))
 				}).WithTimeout(time.Minute).Should(Succeed())
 				// Both informers stream (Auto), or ours lists page by page.
-				Expect(media.get("watch")).To(ConsistOf("application/cbor-seq"))
+				Expect(media.get("configmaps watch")).To(ConsistOf("application/cbor-seq"))
 				if strategy == informer.ListWatch {
-					Expect(media.get("list")).To(ConsistOf("application/cbor"))
+					Expect(media.get("configmaps list")).To(ConsistOf("application/cbor"))
 				}
 			})
 		}
 	}
+
+	// Custom resources are served in CBOR too: their numbers, nulls and
+	// empty maps and slices, as the API server defaults and prunes them,
+	// must reach our stores and handlers as client-go's.
+	It("custom resources: our informer, plain and encoded, holds what client-go's holds", func(ctx SpecContext) {
+		// envtest's CRD client cannot write CBOR: it installs them in JSON.
+		jsonCfg := rest.CopyConfig(restCfg)
+		jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+		crdInstall(jsonCfg)
+		gizmos := dyn.Resource(crdGizmos).Namespace(ns)
+		for i := range 8 {
+			_, err := gizmos.Create(ctx, crdGizmo(ns, fmt.Sprintf("g-%d", i), i), metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		gizmoLW := func() toolscache.ListerWatcher { return crdListWatch(dyn, crdGizmos, ns, "") }
+		theirs := toolscache.NewSharedIndexInformer(gizmoLW(), &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+		informers := map[string]toolscache.SharedIndexInformer{"client-go": theirs}
+		for name, opts := range map[string][]informer.Option{
+			"plain":              {},
+			"encoded":            {informer.WithEncodedStore()},
+			"encoded, paginated": {informer.WithEncodedStore(), informer.WithStrategy(informer.ListWatch), informer.WithPageSize(3)},
+		} {
+			informers[name] = informer.NewSharedIndexInformerWithOptions(gizmoLW(), &unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{}, opts...)
+		}
+		recorders := map[string]*crdRecorder{}
+		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		var wg sync.WaitGroup
+		for name, inf := range informers {
+			recorders[name] = newCRDRecorder()
+			_, err := inf.AddEventHandler(recorders[name])
+			Expect(err).NotTo(HaveOccurred())
+			wg.Go(func() { inf.RunWithContext(runCtx) })
+		}
+		DeferCleanup(func() { cancel(); wg.Wait() })
+		for _, inf := range informers {
+			Eventually(inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue())
+		}
+
+		crdSetStatus(ctx, gizmos, "g-1", "Ready", 1)
+		crdSetSpec(ctx, gizmos, "g-2", map[string]any{"template": map[string]any{"weight": 2.0}, "extra": map[string]any{"f": 0.5, "n": nil}})
+		Expect(gizmos.Delete(ctx, "g-3", metav1.DeleteOptions{})).To(Succeed())
+		_, err := gizmos.Create(ctx, crdGizmo(ns, "g-new", 12), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		last := ns + "/g-0=" + crdSetStatus(ctx, gizmos, "g-0", "Last", 2)
+		for name, rec := range recorders {
+			Eventually(rec.rvs).WithTimeout(time.Minute).Should(ContainElement(last), name)
+		}
+		want := crdStoreContent(theirs.GetStore())
+		Expect(want).To(HaveLen(8))
+		for name, inf := range informers {
+			Expect(crdStoreContent(inf.GetStore())).To(Equal(want), "the %s informer's store", name)
+			Expect(recorders[name].snapshot()).To(Equal(recorders["client-go"].snapshot()), "the %s informer's handler calls", name)
+		}
+		Expect(media.get("gizmos watch")).To(ConsistOf("application/cbor-seq"))
+		Expect(media.get("gizmos list")).To(ConsistOf("application/cbor"))
+	})
 })
 
 // cborConfigMap is ConfigMap cm-i with values of every JSON type, as an
