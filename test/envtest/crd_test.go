@@ -12,6 +12,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -410,6 +412,81 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 		Expect(caches["encoded"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "g-00"}, &g)).To(Succeed())
 		Expect(g.Spec.Replicas).To(Equal(ptr.To[int32](1)), "the schema's default")
 		Expect(g.Spec.Size.String()).To(Equal("1Gi"), "the schema's default")
+	})
+
+	It("read the same through caches with a transform and selectors per object", func(ctx SpecContext) {
+		ns := createNamespace(ctx, "crd-options")
+		gizmos := direct.Resource(crdGizmos).Namespace(ns)
+		for i := range 6 {
+			_, err := gizmos.Create(ctx, crdGizmo(ns, fmt.Sprintf("g-%02d", i), i), metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		for i := range 3 {
+			crdCreateGadget(ctx, direct, crdGadget(ns, fmt.Sprintf("%s-%d", ns, i), i))
+		}
+		scheme := kruntime.NewScheme()
+		Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+		Expect(testobjects.AddGizmo(scheme)).To(Succeed())
+		red, err := labels.Parse("color=red,crd-run=" + ns)
+		Expect(err).NotTo(HaveOccurred())
+		opts := func() cache.Options {
+			return cache.Options{
+				Scheme:           scheme,
+				DefaultTransform: cache.TransformStripManagedFields(),
+				ByObject: map[client.Object]cache.ByObject{
+					&testobjects.Gizmo{}:          {Label: red},
+					crdUnstructured(crdGizmoGVK):  {Label: red},
+					crdUnstructured(crdGadgetGVK): {Field: fields.OneTermEqualSelector("metadata.name", ns+"-1")},
+				},
+			}
+		}
+		caches := map[string]cache.Cache{}
+		for name, newCache := range map[string]cache.NewCacheFunc{
+			"controller-runtime": cache.New,
+			"leaninformer":       informer.NewCacheWith(informer.WithMetrics(nil)),
+			"encoded":            informer.NewCacheWith(informer.WithEncodedStore(), informer.WithMetrics(nil)),
+		} {
+			c, err := newCache(cfg, opts())
+			Expect(err).NotTo(HaveOccurred())
+			cctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- c.Start(cctx) }()
+			DeferCleanup(func() {
+				cancel()
+				Eventually(done).WithTimeout(crTimeout).Should(Receive(BeNil()))
+			})
+			caches[name] = c
+		}
+		queries := []crQuery{{"the namespace", 3, []client.ListOption{client.InNamespace(ns)}}}
+		kinds := []crListKind{
+			{"typed Gizmos", func() client.ObjectList { return &testobjects.GizmoList{} }},
+			{"unstructured Gizmos", func() client.ObjectList { return crdUnstructuredList(crdGizmoGVK) }},
+		}
+		check := func() {
+			for _, kind := range kinds {
+				crExpectSameLists(ctx, caches, kind, queries, nil)
+			}
+			crExpectSameLists(ctx, caches, crListKind{"unstructured Gadgets", func() client.ObjectList { return crdUnstructuredList(crdGadgetGVK) }},
+				[]crQuery{{"all", 1, nil}}, nil)
+		}
+		check()
+		g1, err := gizmos.Get(ctx, "g-01", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		g1.SetLabels(map[string]string{"color": "red", "crd-run": ns}) // starts matching
+		_, err = gizmos.Update(ctx, g1, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		g2, err := gizmos.Get(ctx, "g-02", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		g2.SetLabels(map[string]string{"color": "blue", "crd-run": ns}) // stops matching
+		_, err = gizmos.Update(ctx, g2, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		crdSetStatus(ctx, gizmos, "g-04", "Ready", 1)
+		queries[0].n = 3
+		check()
+		var got testobjects.Gizmo
+		Expect(caches["encoded"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "g-04"}, &got)).To(Succeed())
+		Expect(got.Status.Phase).To(Equal("Ready"))
+		Expect(got.ManagedFields).To(BeEmpty())
 	})
 })
 
