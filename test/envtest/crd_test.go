@@ -415,7 +415,7 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 		Expect(g.Spec.Size.String()).To(Equal("1Gi"), "the schema's default")
 	})
 
-	It("read the same through caches with a transform and selectors per object", func(ctx SpecContext) {
+	It("read the same through caches with a transform, selectors per object and field indices", func(ctx SpecContext) {
 		ns := createNamespace(ctx, "crd-options")
 		gizmos := direct.Resource(crdGizmos).Namespace(ns)
 		for i := range 6 {
@@ -449,6 +449,18 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 		} {
 			c, err := newCache(cfg, opts())
 			Expect(err).NotTo(HaveOccurred())
+			Expect(c.IndexField(ctx, &testobjects.Gizmo{}, "app", func(o client.Object) []string {
+				return crdIndexValue(o.(*testobjects.Gizmo).Spec.Selector["app"])
+			})).To(Succeed())
+			Expect(c.IndexField(ctx, &testobjects.Gizmo{}, "phase", func(o client.Object) []string {
+				return crdIndexValue(o.(*testobjects.Gizmo).Status.Phase)
+			})).To(Succeed())
+			for field, path := range map[string][]string{"app": {"spec", "selector", "app"}, "phase": {"status", "phase"}} {
+				Expect(c.IndexField(ctx, crdUnstructured(crdGizmoGVK), field, func(o client.Object) []string {
+					v, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, path...)
+					return crdIndexValue(v)
+				})).To(Succeed())
+			}
 			cctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- c.Start(cctx) }()
@@ -458,7 +470,11 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 			})
 			caches[name] = c
 		}
-		queries := []crQuery{{"the namespace", 3, []client.ListOption{client.InNamespace(ns)}}}
+		queries := []crQuery{
+			{"the namespace", 3, []client.ListOption{client.InNamespace(ns)}},
+			{"an indexed spec field", 1, []client.ListOption{client.InNamespace(ns), client.MatchingFields{"app": "a0"}}},
+			{"an indexed status field", 0, []client.ListOption{client.InNamespace(ns), client.MatchingFields{"phase": "Ready"}}},
+		}
 		kinds := []crListKind{
 			{"typed Gizmos", func() client.ObjectList { return &testobjects.GizmoList{} }},
 			{"unstructured Gizmos", func() client.ObjectList { return crdUnstructuredList(crdGizmoGVK) }},
@@ -482,7 +498,7 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 		_, err = gizmos.Update(ctx, g2, metav1.UpdateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		crdSetStatus(ctx, gizmos, "g-04", "Ready", 1)
-		queries[0].n = 3
+		queries[2].n = 1 // g-04's status
 		check()
 		var got testobjects.Gizmo
 		Expect(caches["encoded"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "g-04"}, &got)).To(Succeed())
@@ -568,6 +584,14 @@ var (
 	crdWidgetGVK = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
 	crdWidgets   = crdWidgetGVK.GroupVersion().WithResource("widgets")
 )
+
+// crdIndexValue is an index function's values: v, or none if v is empty.
+func crdIndexValue(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return []string{v}
+}
 
 // crdWidget is the CRD of Widgets, namespaced, whose spec keeps any field.
 func crdWidget() *apiextensionsv1.CustomResourceDefinition {
