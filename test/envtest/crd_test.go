@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -563,6 +564,28 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 				Expect(err).NotTo(HaveOccurred())
 			}
 		}
+		// Caches made and started before the CRD exists: their RESTMappers
+		// must find the kind once it is served.
+		caches := map[string]cache.Cache{}
+		for name, newCache := range map[string]cache.NewCacheFunc{
+			"controller-runtime": cache.New,
+			"leaninformer":       informer.NewCacheWith(informer.WithMetrics(nil)),
+			"encoded":            informer.NewCacheWith(informer.WithEncodedStore(), informer.WithMetrics(nil)),
+		} {
+			c, err := newCache(cfg, cache.Options{})
+			Expect(err).NotTo(HaveOccurred())
+			cctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- c.Start(cctx) }()
+			DeferCleanup(func() {
+				cancel()
+				Eventually(done).WithTimeout(crTimeout).Should(Receive(BeNil()))
+			})
+			Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+			err = c.List(ctx, crdUnstructuredList(crdWidgetGVK), client.InNamespace(ns))
+			Expect(meta.IsNoMatchError(err)).To(BeTrue(), "%s: a List before the CRD exists: %v", name, err)
+			caches[name] = c
+		}
 		for name, inf := range informers {
 			Consistently(inf.HasSynced).WithTimeout(300*time.Millisecond).Should(BeFalse(), "%s: no CRD, no sync", name)
 		}
@@ -573,6 +596,8 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 		DeferCleanup(func() { _ = envtest.UninstallCRDs(cfg, opts) })
 		create("w-1", "w-2", "w-3")
 		converge(3)
+		crExpectSameLists(ctx, caches, crListKind{"unstructured Widgets", func() client.ObjectList { return crdUnstructuredList(crdWidgetGVK) }},
+			[]crQuery{{"the namespace", 3, []client.ListOption{client.InNamespace(ns)}}}, nil)
 	})
 })
 
