@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -220,10 +221,13 @@ func TestNewCacheWithReadsRandomCustomResourcesAsControllerRuntime(t *testing.T)
 				if err != nil {
 					t.Fatal(err)
 				}
+				// The store's: client-go's informer has seen an event (its
+				// LastSyncResourceVersion) before its store holds it.
+				store := inf.(toolscache.SharedIndexInformer).GetStore().(interface{ LastStoreSyncResourceVersion() string })
 				deadline := time.Now().Add(20 * time.Second)
-				for inf.(interface{ LastSyncResourceVersion() string }).LastSyncResourceVersion() != rv {
+				for store.LastStoreSyncResourceVersion() != rv {
 					if time.Now().After(deadline) {
-						t.Fatalf("%s: %s: %T informer at %s, want %s", when, c.name, obj, inf.(interface{ LastSyncResourceVersion() string }).LastSyncResourceVersion(), rv)
+						t.Fatalf("%s: %s: %T informer's store at %s, want %s", when, c.name, obj, store.LastStoreSyncResourceVersion(), rv)
 					}
 					time.Sleep(2 * time.Millisecond)
 				}
