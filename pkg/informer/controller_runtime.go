@@ -51,6 +51,9 @@ func NewCache(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 // the error controller-runtime's would return. Only typed and
 // metadata-only objects have labels read from their encodings; unstructured
 // ones are decoded to be matched, as before.
+//
+// With WithEncodedStore, a Go type the scheme registers under several kinds
+// reads with the kind asked for, as other types do (see kindedCache).
 func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 	return func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 		s := opts.Scheme
@@ -74,7 +77,8 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 				return nil, fmt.Errorf("registering leaninformer metrics with controller-runtime: %w", err)
 			}
 		}
-		if opts.NewInformer == nil {
+		ours := opts.NewInformer == nil
+		if ours {
 			// Only where the informers are ours: a NewInformer of the
 			// caller's keeps controller-runtime's DeepCopy on reads.
 			opts = c.cacheOptions(opts)
@@ -99,6 +103,9 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 		cc, err := crcache.New(cfg, opts)
 		if err != nil || !c.encoded {
 			return cc, err
+		}
+		if ours {
+			cc = newKindedCache(cc, s, opts)
 		}
 		return newLabelListCache(cc, s, opts)
 	}

@@ -19,6 +19,7 @@ import (
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -31,7 +32,8 @@ import (
 
 // serveGizmos serves s, a fake server of testobjects.Gizmos, over HTTP as
 // an API server serves a CRD's objects: discovery of example.com/v1, and
-// LISTs and watches of gizmos, cluster-wide, as JSON with their kind.
+// LISTs and watches of gizmos, cluster-wide or in one namespace, as JSON
+// with their kind.
 func serveGizmos(t *testing.T, s *fake.Server) *rest.Config {
 	gv := testobjects.GizmoGVK.GroupVersion()
 	verbs := metav1.Verbs{"get", "list", "watch"}
@@ -73,7 +75,14 @@ func serveGizmos(t *testing.T, s *fake.Server) *rest.Config {
 			_ = json.NewEncoder(w).Encode(answer)
 			return
 		}
-		if r.URL.Path != "/apis/"+gv.String()+"/gizmos" {
+		namespace := ""
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/apis/"+gv.String()+"/namespaces/"); ok {
+			var found bool
+			if namespace, found = strings.CutSuffix(rest, "/gizmos"); !found || strings.Contains(namespace, "/") {
+				http.NotFound(w, r)
+				return
+			}
+		} else if r.URL.Path != "/apis/"+gv.String()+"/gizmos" {
 			http.NotFound(w, r)
 			return
 		}
@@ -81,6 +90,20 @@ func serveGizmos(t *testing.T, s *fake.Server) *rest.Config {
 		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
 			fail(w, apierrors.NewBadRequest(err.Error()))
 			return
+		}
+		if namespace != "" {
+			// One namespace's collection: the server's objects of the
+			// namespace, as a field selector selects them.
+			inNamespace := fields.OneTermEqualSelector("metadata.namespace", namespace)
+			if opts.FieldSelector != "" {
+				fs, err := fields.ParseSelector(opts.FieldSelector)
+				if err != nil {
+					fail(w, apierrors.NewBadRequest(err.Error()))
+					return
+				}
+				inNamespace = fields.AndSelectors(inNamespace, fs)
+			}
+			opts.FieldSelector = inNamespace.String()
 		}
 		if !opts.Watch {
 			list, err := lw.ListWithContext(r.Context(), opts)

@@ -184,5 +184,11 @@ func (l *labelListCache) itemType(list client.ObjectList) (schema.GroupVersionKi
 		return gvk, nil, false
 	}
 	o, ok := obj.(client.Object)
+	if ok {
+		// GetInformer finds the kind of a Go type registered under
+		// several by the object's; controller-runtime's List looks the
+		// informer up by gvk itself.
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+	}
 	return gvk, o, ok
 }
