@@ -44,8 +44,10 @@ func NewCache(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 // controller-runtime's reader returns (the same items, their GVK as the
 // reader sets it, Limit, the "continue-not-supported" token). A List with a
 // field selector or a continue token, of a type whose informer is not this
-// package's or has not synced, of a multi-namespace cache (DefaultNamespaces,
-// ByObject Namespaces), or of any type with ReaderFailOnMissingInformer set,
+// package's or has not synced, of a namespaced type in a multi-namespace
+// cache (DefaultNamespaces, ByObject Namespaces; a cluster-scoped type is in
+// one cluster-wide informer there, which answers), or of any type with
+// ReaderFailOnMissingInformer set,
 // goes to controller-runtime's reader unchanged; one of a type whose
 // informer cannot be made (a kind the RESTMapper does not know) fails with
 // the error controller-runtime's would return. Only typed and
@@ -78,7 +80,9 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 			}
 		}
 		ours := opts.NewInformer == nil
+		var informers *informerRegistry
 		if ours {
+			informers = newInformerRegistry()
 			// Only where the informers are ours: a NewInformer of the
 			// caller's keeps controller-runtime's DeepCopy on reads.
 			opts = c.cacheOptions(opts)
@@ -92,12 +96,17 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 				// their resources, CRDs included; label the metrics with
 				// them.
 				informerOpts := append([]Option{WithResource(resourceOf(obj, s, mapper))}, options...)
-				if gvk, err := apiutil.GVKForObject(obj, s); err == nil {
+				gvk, gvkErr := apiutil.GVKForObject(obj, s)
+				if gvkErr == nil {
 					informerOpts = append(informerOpts, withReadKind(gvk))
 				}
-				return NewSharedIndexInformerWithOptions(lw, obj,
+				inf := NewSharedIndexInformerWithOptions(lw, obj,
 					toolscache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers},
 					informerOpts...)
+				if gvkErr == nil {
+					informers.add(gvk, obj, inf)
+				}
+				return inf
 			}
 		}
 		cc, err := crcache.New(cfg, opts)
@@ -107,7 +116,7 @@ func NewCacheWith(options ...Option) crcache.NewCacheFunc {
 		if ours {
 			cc = newKindedCache(cc, s, opts)
 		}
-		return newLabelListCache(cc, s, opts)
+		return newLabelListCache(cc, s, opts, informers)
 	}
 }
 

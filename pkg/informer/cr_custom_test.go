@@ -35,6 +35,12 @@ import (
 // LISTs and watches of gizmos, cluster-wide or in one namespace, as JSON
 // with their kind.
 func serveGizmos(t *testing.T, s *fake.Server) *rest.Config {
+	return serveGizmosScoped(t, s, true)
+}
+
+// serveGizmosScoped is serveGizmos, whose discovery says gizmos are
+// cluster-scoped unless namespaced.
+func serveGizmosScoped(t *testing.T, s *fake.Server, namespaced bool) *rest.Config {
 	gv := testobjects.GizmoGVK.GroupVersion()
 	verbs := metav1.Verbs{"get", "list", "watch"}
 	v1 := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
@@ -46,7 +52,7 @@ func serveGizmos(t *testing.T, s *fake.Server) *rest.Config {
 		"/api/v1": &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1"},
 		"/apis/" + gv.String(): &metav1.APIResourceList{
 			TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String(),
-			APIResources: []metav1.APIResource{{Name: "gizmos", SingularName: "gizmo", Namespaced: true, Kind: testobjects.GizmoGVK.Kind, Verbs: verbs}},
+			APIResources: []metav1.APIResource{{Name: "gizmos", SingularName: "gizmo", Namespaced: namespaced, Kind: testobjects.GizmoGVK.Kind, Verbs: verbs}},
 		},
 	}
 	lw := s.ListerWatcher()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,16 +43,69 @@ type labelListCache struct {
 	// such Lists go to controller-runtime without a look.
 	multiNamespace        map[schema.GroupVersionKind]bool
 	defaultMultiNamespace bool
+	// mapper and informers (nil where the informers are not ours) find a
+	// cluster-scoped type's informer in a multi-namespace cache, which
+	// keeps such a type in one cluster-wide informer but hands it out
+	// wrapped.
+	mapper    apimeta.RESTMapper
+	informers *informerRegistry
+}
+
+// informerRegistry holds the informers NewCacheWith built, by kind and
+// form (typed, unstructured, metadata-only); of a kind built more than once
+// (one per namespace of a multi-namespace cache), the last.
+type informerRegistry struct {
+	mu sync.Mutex
+	m  map[registryKey]*SharedIndexInformer
+}
+
+type registryKey struct {
+	gvk  schema.GroupVersionKind
+	form string
+}
+
+func newInformerRegistry() *informerRegistry {
+	return &informerRegistry{m: map[registryKey]*SharedIndexInformer{}}
+}
+
+// formOf is the form of obj's informer, as controller-runtime keeps
+// informers apart.
+func formOf(obj runtime.Object) string {
+	switch obj.(type) {
+	case runtime.Unstructured:
+		return "unstructured"
+	case *metav1.PartialObjectMetadata:
+		return "metadata"
+	}
+	return "typed"
+}
+
+func (r *informerRegistry) add(gvk schema.GroupVersionKind, obj runtime.Object, inf *SharedIndexInformer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[registryKey{gvk, formOf(obj)}] = inf
+}
+
+func (r *informerRegistry) get(gvk schema.GroupVersionKind, obj runtime.Object) *SharedIndexInformer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[registryKey{gvk, formOf(obj)}]
+}
+
+func (r *informerRegistry) remove(gvk schema.GroupVersionKind, obj runtime.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, registryKey{gvk, formOf(obj)})
 }
 
 // newLabelListCache wraps c, made by controller-runtime from opts, or
 // returns it as it is where every List must go to controller-runtime:
 // readers that fail on a missing informer (finding ours would start one).
-func newLabelListCache(c crcache.Cache, s *runtime.Scheme, opts crcache.Options) (crcache.Cache, error) {
+func newLabelListCache(c crcache.Cache, s *runtime.Scheme, opts crcache.Options, informers *informerRegistry) (crcache.Cache, error) {
 	if opts.ReaderFailOnMissingInformer {
 		return c, nil
 	}
-	l := &labelListCache{Cache: c, scheme: s, noDeepCopy: map[schema.GroupVersionKind]bool{},
+	l := &labelListCache{Cache: c, scheme: s, mapper: opts.Mapper, informers: informers, noDeepCopy: map[schema.GroupVersionKind]bool{},
 		defaultNoDeepCopy:     ptr.Deref(opts.DefaultUnsafeDisableDeepCopy, false),
 		multiNamespace:        map[schema.GroupVersionKind]bool{},
 		defaultMultiNamespace: len(opts.DefaultNamespaces) > 0,
@@ -64,8 +118,7 @@ func newLabelListCache(c crcache.Cache, s *runtime.Scheme, opts crcache.Options)
 		l.noDeepCopy[gvk] = ptr.Deref(byObject.UnsafeDisableDeepCopy, l.defaultNoDeepCopy)
 		// As cache.New decides: an entry with namespaces, or a namespaced
 		// one without that takes DefaultNamespaces. A cluster-scoped one of
-		// the latter kind is not, but telling needs the RESTMapper; it only
-		// misses the fast path.
+		// the latter kind is not, which List tells with the RESTMapper.
 		l.multiNamespace[gvk] = len(byObject.Namespaces) > 0 ||
 			(byObject.Namespaces == nil && len(opts.DefaultNamespaces) > 0)
 	}
@@ -95,7 +148,8 @@ func (l *labelListCache) NeedLeaderElection() bool {
 // CacheReader.List does: a label selector and no field selector or
 // continue token, on a type whose informer is ours, synced, with an encoded
 // store (any other informer is a multi-namespace cache's or the caller's;
-// the informers of a multi-namespace cache are not even looked up). A
+// the informers of a multi-namespace cache are not even looked up, but for
+// a cluster-scoped type's, which NewCacheWith keeps). A
 // failed look-up of the informer is done too, with the look-up's error.
 func (l *labelListCache) listByLabels(ctx context.Context, out client.ObjectList, opts []client.ListOption) (done bool, err error) {
 	var listOpts client.ListOptions
@@ -111,20 +165,28 @@ func (l *labelListCache) listByLabels(ctx context.Context, out client.ObjectList
 	if !found {
 		multi = l.defaultMultiNamespace
 	}
+	var ours *SharedIndexInformer
 	if multi {
-		return false, nil
+		if ours = l.clusterInformer(gvk, obj); ours == nil {
+			return false, nil
+		}
+	} else {
+		// Not blocking: an informer that has not synced (or a cache that
+		// has not started) is controller-runtime's to wait for or to
+		// refuse. Its List looks the informer up the same way: where that
+		// fails (a kind the RESTMapper does not know, after discovery
+		// requests), its error is the List's, and asking again would
+		// repeat the discovery.
+		inf, err := l.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
+		if err != nil {
+			return true, err
+		}
+		var ok bool
+		if ours, ok = inf.(*SharedIndexInformer); !ok {
+			return false, nil
+		}
 	}
-	// Not blocking: an informer that has not synced (or a cache that has not
-	// started) is controller-runtime's to wait for or to refuse. Its List
-	// looks the informer up the same way: where that fails (a kind the
-	// RESTMapper does not know, after discovery requests), its error is the
-	// List's, and asking again would repeat the discovery.
-	inf, err := l.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
-	if err != nil {
-		return true, err
-	}
-	ours, ok := inf.(*SharedIndexInformer)
-	if !ok || !ours.cfg.encoded || !ours.HasSynced() {
+	if !ours.cfg.encoded || !ours.HasSynced() || ours.IsStopped() {
 		return false, nil
 	}
 	q := cache.LabelQuery{Selector: listOpts.LabelSelector, Limit: int(max(listOpts.Limit, 0))}
@@ -158,6 +220,33 @@ func (l *labelListCache) listByLabels(ctx context.Context, out client.ObjectList
 	}
 	out.SetContinue("continue-not-supported")
 	return true, nil
+}
+
+// clusterInformer returns the informer of a cluster-scoped type that may
+// be in a multi-namespace cache, which keeps it in one cluster-wide
+// informer, or nil: for a namespaced type (the cache keeps one informer per
+// namespace), one the RESTMapper does not know (controller-runtime's List
+// returns its error), or an informer NewCacheWith has not built (the
+// cache's List builds it, as controller-runtime's would).
+func (l *labelListCache) clusterInformer(gvk schema.GroupVersionKind, obj runtime.Object) *SharedIndexInformer {
+	if l.mapper == nil || l.informers == nil {
+		return nil
+	}
+	namespaced, err := apiutil.IsGVKNamespaced(gvk, l.mapper)
+	if err != nil || namespaced {
+		return nil
+	}
+	return l.informers.get(gvk, obj)
+}
+
+// RemoveInformer forgets the informer that controller-runtime stops.
+func (l *labelListCache) RemoveInformer(ctx context.Context, obj client.Object) error {
+	if l.informers != nil {
+		if gvk, err := apiutil.GVKForObject(obj, l.scheme); err == nil {
+			l.informers.remove(gvk, obj)
+		}
+	}
+	return l.Cache.RemoveInformer(ctx, obj)
 }
 
 // itemType returns the GVK and an object of the items of list, as

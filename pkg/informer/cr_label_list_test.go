@@ -157,7 +157,7 @@ func isSubset(names, of []string) bool {
 // from controller-runtime's options.
 func TestNewLabelListCacheOptions(t *testing.T) {
 	inner := &fakeCRCache{}
-	c, err := newLabelListCache(inner, defaultScheme, crcache.Options{ReaderFailOnMissingInformer: true})
+	c, err := newLabelListCache(inner, defaultScheme, crcache.Options{ReaderFailOnMissingInformer: true}, nil)
 	if err != nil || c != crcache.Cache(inner) {
 		t.Fatalf("ReaderFailOnMissingInformer: %T, %v; want controller-runtime's cache as it is", c, err)
 	}
@@ -167,7 +167,7 @@ func TestNewLabelListCacheOptions(t *testing.T) {
 			&corev1.ConfigMap{}: {UnsafeDisableDeepCopy: ptr.To(false)},
 			&corev1.Secret{}:    {},
 		},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestNewLabelListCacheOptions(t *testing.T) {
 	if !l.NeedLeaderElection() {
 		t.Fatal("NeedLeaderElection of a cache that does not say: false, want true as a manager reads it")
 	}
-	if _, err := newLabelListCache(inner, kruntime.NewScheme(), crcache.Options{ByObject: map[client.Object]crcache.ByObject{&corev1.Secret{}: {}}}); err == nil {
+	if _, err := newLabelListCache(inner, kruntime.NewScheme(), crcache.Options{ByObject: map[client.Object]crcache.ByObject{&corev1.Secret{}: {}}}, nil); err == nil {
 		t.Fatal("a ByObject type the scheme does not know: no error")
 	}
 }

@@ -3,11 +3,14 @@ package informer
 import (
 	"context"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -166,5 +169,92 @@ func TestNewCacheWithListsAndWatchesThroughTheHTTPClient(t *testing.T) {
 	}
 	if discovery == 0 {
 		t.Fatalf("no discovery request went through the HTTPClient's transport: %v", counting.n)
+	}
+}
+
+// A List with a label selector of a cluster-scoped type in a cache with
+// DefaultNamespaces (controller-runtime keeps such a type in one
+// cluster-wide informer) returns what controller-runtime's returns, and
+// NewCacheWith(WithEncodedStore()) answers it from the store's labels as it
+// does without DefaultNamespaces: it allocates about as much, where going
+// through controller-runtime's reader copies (decodes, for encoded kinds)
+// every object of the type to match it.
+func TestLabelListOfAClusterScopedTypeInAMultiNamespaceCache(t *testing.T) {
+	s := fake.NewServer(&testobjects.GizmoList{})
+	t.Cleanup(s.Close)
+	rg := testobjects.NewRandom(11)
+	const n = 300
+	for i := range n {
+		obj := rg.Gizmo(i)
+		obj.ResourceVersion, obj.Namespace = "", ""
+		obj.Labels = map[string]string{"pick": "no"}
+		if i%100 == 7 {
+			obj.Labels["pick"] = "yes"
+		}
+		mustCreate(t, s, obj)
+	}
+	cfg := serveGizmosScoped(t, s, false)
+	scheme := kruntime.NewScheme()
+	if err := testobjects.AddGizmo(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	withCRRegistry(t)
+	defaultNamespaces := map[string]crcache.Config{"ns-0": {}, "ns-1": {}}
+	start := func(name string, newCache crcache.NewCacheFunc, namespaces map[string]crcache.Config) crcache.Cache {
+		c, err := newCache(cfg, crcache.Options{Scheme: scheme, DefaultNamespaces: namespaces})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = c.Start(ctx) }()
+		if !c.WaitForCacheSync(ctx) {
+			t.Fatalf("%s did not start", name)
+		}
+		return c
+	}
+	theirs := start("controller-runtime's", crcache.New, defaultNamespaces)
+	ours := start("NewCacheWith(WithEncodedStore())", NewCacheWith(WithEncodedStore(), WithMetrics(nil)), defaultNamespaces)
+	single := start("NewCacheWith(WithEncodedStore()), all namespaces", NewCacheWith(WithEncodedStore(), WithMetrics(nil)), nil)
+	list := func(c crcache.Cache) []testobjects.Gizmo {
+		t.Helper()
+		var l testobjects.GizmoList
+		if err := c.List(ctx, &l, client.MatchingLabels{"pick": "yes"}); err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(l.Items, func(a, b testobjects.Gizmo) int { return strings.Compare(a.Name, b.Name) })
+		return l.Items
+	}
+	want := list(theirs)
+	if len(want) != n/100 {
+		t.Fatalf("controller-runtime's cache listed %d gizmos, want %d", len(want), n/100)
+	}
+	for _, c := range []crcache.Cache{ours, single} {
+		if got := list(c); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%T listed %d gizmos, controller-runtime's %d: %s", c, len(got), len(want), objectDiff(want, got))
+		}
+	}
+	listUnstructured := func(c crcache.Cache) []unstructured.Unstructured {
+		t.Helper()
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(testobjects.GizmoGVK.GroupVersion().WithKind("GizmoList"))
+		if err := c.List(ctx, l, client.MatchingLabels{"pick": "yes"}); err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(l.Items, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+		return l.Items
+	}
+	wantU := listUnstructured(theirs)
+	if len(wantU) != n/100 {
+		t.Fatalf("controller-runtime's cache listed %d unstructured gizmos, want %d", len(wantU), n/100)
+	}
+	for _, c := range []crcache.Cache{ours, single} {
+		if got := listUnstructured(c); !reflect.DeepEqual(got, wantU) {
+			t.Fatalf("%T listed %d unstructured gizmos, controller-runtime's %d: %s", c, len(got), len(wantU), objectDiff(wantU, got))
+		}
+	}
+	allocs := func(c crcache.Cache) float64 { return testing.AllocsPerRun(5, func() { list(c) }) }
+	if multi, one := allocs(ours), allocs(single); multi > 2*one+100 {
+		t.Fatalf("a label List with DefaultNamespaces allocates %.0f times, without %.0f: it matched every object through controller-runtime's reader", multi, one)
 	}
 }
