@@ -41,6 +41,11 @@ type kindedCache struct {
 	mu sync.Mutex
 	// built holds the kinds whose informer a List had built with the kind.
 	built map[schema.GroupVersionKind]bool
+
+	// isAmbiguous remembers, by GVK, what ambiguous found: Get and List
+	// ask on every read, and making an object of the type to tell costs an
+	// allocation each time.
+	isAmbiguous sync.Map // schema.GroupVersionKind -> bool
 }
 
 func newKindedCache(c crcache.Cache, s *runtime.Scheme, opts crcache.Options) *kindedCache {
@@ -62,6 +67,18 @@ func newKindedCache(c crcache.Cache, s *runtime.Scheme, opts crcache.Options) *k
 // ambiguous returns an object of gvk's Go type with the kind set, if that
 // type is typed and registered under more than one kind.
 func (k *kindedCache) ambiguous(gvk schema.GroupVersionKind) (client.Object, bool) {
+	if gvk.Empty() {
+		return nil, false
+	}
+	if known, ok := k.isAmbiguous.Load(gvk); ok && !known.(bool) {
+		return nil, false
+	}
+	obj, ok := k.newAmbiguous(gvk)
+	k.isAmbiguous.Store(gvk, ok)
+	return obj, ok
+}
+
+func (k *kindedCache) newAmbiguous(gvk schema.GroupVersionKind) (client.Object, bool) {
 	obj, err := k.scheme.New(gvk)
 	if err != nil {
 		return nil, false
@@ -108,8 +125,10 @@ func (k *kindedCache) Get(ctx context.Context, key client.ObjectKey, out client.
 	if err := k.Cache.Get(ctx, key, out, opts...); err != nil {
 		return err
 	}
-	if _, ok := k.ambiguous(gvk); ok && out.GetObjectKind().GroupVersionKind().Empty() {
-		out.GetObjectKind().SetGroupVersionKind(gvk)
+	if out.GetObjectKind().GroupVersionKind().Empty() {
+		if _, ok := k.ambiguous(gvk); ok {
+			out.GetObjectKind().SetGroupVersionKind(gvk)
+		}
 	}
 	return nil
 }
