@@ -144,6 +144,55 @@ func uidServedBy(m *Member) string {
 	}
 }
 
+// halfMemberLease is the lease duration of halfMember's member.
+const halfMemberLease = 3 * time.Second
+
+// halfMember returns a member on a fake clock that serves the lower half
+// of the hash space (another member, as the tests tell it, the upper).
+func halfMember(t *testing.T) (*Member, *testingclock.FakeClock, Range) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(time.Now())
+	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(halfMemberLease),
+		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := NewRange(0, 1<<63)
+	m.gate.assign(half)
+	m.gate.set(half, clk.Now().Add(time.Hour))
+	return m, clk, half
+}
+
+// uidsOutside returns n UIDs whose hashes r does not hold.
+func uidsOutside(r Range, n int) []string {
+	var uids []string
+	for i := 0; len(uids) < n; i++ {
+		if u := "uid-" + strconv.Itoa(i); !r.Contains(Hash(u)) {
+			uids = append(uids, u)
+		}
+	}
+	return uids
+}
+
+// takeOverAll makes m serve the whole hash space, as when the other member
+// died.
+func takeOverAll(m *Member, clk *testingclock.FakeClock) {
+	m.gate.assign(FullRange())
+	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+}
+
+// reconcileQueued hands r every request in q until q is empty.
+func reconcileQueued(t *testing.T, q workqueue.TypedRateLimitingInterface[reconcile.Request], r reconcile.Reconciler) {
+	t.Helper()
+	for q.Len() > 0 {
+		req, _ := q.Get()
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		q.Done(req)
+	}
+}
+
 // TestUnshardedPrimaryUpdateDuringHandoverIsReconciled: a controller
 // whose primary kind is not sharded sees every event in every replica,
 // and drops those for hashes its member is not assigned. An update that
@@ -277,26 +326,13 @@ func TestGateReportsEveryGain(t *testing.T) {
 // it expired two lease durations after the drop, the retries would find
 // nothing and drop the deletion as unknown, on every replica.
 func TestReplayedDeletionOutlivesTheReleasedAge(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
-	const lease = 3 * time.Second
-	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(lease),
-		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	half := NewRange(0, 1<<63)
-	m.gate.assign(half)
-	m.gate.set(half, clk.Now().Add(time.Hour))
+	const lease = halfMemberLease
+	m, clk, half := halfMember(t)
 	sharded := m.TrackCacheOf("*v1.Secret") // a sharded secondary cache
 	sharded.Set(half)
 	defer sharded.Close()
 
-	uid := ""
-	for i := 0; uid == ""; i++ {
-		if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
-			uid = u
-		}
-	}
+	uid := uidsOutside(half, 1)[0]
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}}
 	reader := newInformerReader(cm.DeepCopy()) // the unsharded primary's cache
 	key := ObjectKey(m, reader, &corev1.ConfigMap{})
@@ -317,8 +353,7 @@ func TestReplayedDeletionOutlivesTheReleasedAge(t *testing.T) {
 	// That member dies; a lease duration later this one takes the range
 	// over, and Handovers replays the deletion.
 	clk.Step(lease + 500*time.Millisecond)
-	m.gate.assign(FullRange())
-	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	takeOverAll(m, clk)
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	src := Handovers(m, reader, &corev1.ConfigMapList{}, key).(*handovers)
@@ -386,22 +421,9 @@ func TestHandoversProbeSparesTheUsersKey(t *testing.T) {
 // they must not re-arm the record, or it lives as long as they come, and a
 // hand-over long after the owner reconciled the deletion replays it.
 func TestLaterDropsDoNotKeepAReleasedDeletion(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
-	const lease = 3 * time.Second
-	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(lease),
-		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	half := NewRange(0, 1<<63)
-	m.gate.assign(half)
-	m.gate.set(half, clk.Now().Add(time.Hour))
-	uid := ""
-	for i := 0; uid == ""; i++ {
-		if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
-			uid = u
-		}
-	}
+	const lease = halfMemberLease
+	m, clk, half := halfMember(t)
+	uid := uidsOutside(half, 1)[0]
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}}
 	reader := newInformerReader(cm.DeepCopy())
 	key := ObjectKey(m, reader, &corev1.ConfigMap{})
@@ -427,8 +449,7 @@ func TestLaterDropsDoNotKeepAReleasedDeletion(t *testing.T) {
 	}
 	// The owner reconciled the deletion ten lease durations ago; now this
 	// member takes its range over.
-	m.gate.assign(FullRange())
-	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	takeOverAll(m, clk)
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	src := Handovers(m, reader, &corev1.ConfigMapList{}, key).(*handovers)
@@ -518,21 +539,8 @@ func TestHandoversProbeFindsASlowObjectKey(t *testing.T) {
 // Reconciler (dropped there as another replica's), as it does for one
 // that got through.
 func TestHandoversReplaysOnlyDeletionsTheControllerGot(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
-	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(3*time.Second),
-		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	half := NewRange(0, 1<<63)
-	m.gate.assign(half)
-	m.gate.set(half, clk.Now().Add(time.Hour))
-	var uids []string
-	for i := 0; len(uids) < 2; i++ {
-		if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
-			uids = append(uids, u)
-		}
-	}
+	m, clk, half := halfMember(t)
+	uids := uidsOutside(half, 2)
 	wanted := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wanted", UID: types.UID(uids[0])}}
 	filtered := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "filtered", UID: types.UID(uids[1])}}
 	reader := newInformerReader(wanted.DeepCopy(), filtered.DeepCopy())
@@ -554,18 +562,11 @@ func TestHandoversReplaysOnlyDeletionsTheControllerGot(t *testing.T) {
 		t.Fatalf("another replica's deletion: %v, reconciled %v", err, reconciled)
 	}
 	// That member dies; this one takes its range over.
-	m.gate.assign(FullRange())
-	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	takeOverAll(m, clk)
 	if _, _, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil {
 		t.Fatal(err)
 	}
-	for q.Len() > 0 {
-		req, _ := q.Get()
-		if _, err := r.Reconcile(context.Background(), req); err != nil {
-			t.Fatal(err)
-		}
-		q.Done(req)
-	}
+	reconcileQueued(t, q, r)
 	if len(reconciled) != 1 || reconciled[0] != "wanted" {
 		t.Fatalf("after the hand-over the controller reconciled %v, want [wanted]: a deletion its predicate filtered out was replayed", reconciled)
 	}
@@ -579,21 +580,8 @@ func TestHandoversReplaysOnlyDeletionsTheControllerGot(t *testing.T) {
 // those Secrets), not every Secret deletion as a request for a ConfigMap
 // that never existed.
 func TestHandoversWithAKeyOfAnotherKind(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
-	m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(3*time.Second),
-		WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	half := NewRange(0, 1<<63)
-	m.gate.assign(half)
-	m.gate.set(half, clk.Now().Add(time.Hour))
-	var uids []string
-	for i := 0; len(uids) < 2; i++ {
-		if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
-			uids = append(uids, u)
-		}
-	}
+	m, clk, half := halfMember(t)
+	uids := uidsOutside(half, 2)
 	paired := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "paired", UID: types.UID(uids[0])}}
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: types.UID(uids[1])}}
 	secrets := newInformerReader(paired.DeepCopy(), other.DeepCopy())
@@ -616,18 +604,11 @@ func TestHandoversWithAKeyOfAnotherKind(t *testing.T) {
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(paired)}); err != nil || len(reconciled) != 0 {
 		t.Fatalf("another replica's request: %v, reconciled %v", err, reconciled)
 	}
-	m.gate.assign(FullRange())
-	m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+	takeOverAll(m, clk)
 	if _, _, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil {
 		t.Fatal(err)
 	}
-	for q.Len() > 0 {
-		req, _ := q.Get()
-		if _, err := r.Reconcile(context.Background(), req); err != nil {
-			t.Fatal(err)
-		}
-		q.Done(req)
-	}
+	reconcileQueued(t, q, r)
 	if len(reconciled) != 1 || reconciled[0] != "paired" {
 		t.Fatalf("after the hand-over the ConfigMap controller reconciled %v, want [paired]: a Secret's deletion it was never asked about reached it as a ConfigMap's", reconciled)
 	}
@@ -646,21 +627,8 @@ func TestHandoversNeedsItsReconcilersKey(t *testing.T) {
 		want int
 	}{{"the Reconciler's key", true, 1}, {"a second ObjectKey", false, 0}} {
 		t.Run(tc.what, func(t *testing.T) {
-			clk := testingclock.NewFakeClock(time.Now())
-			m, err := New(fake.NewClientset().CoordinationV1(), "ns", "ctl", WithIdentity("a"), WithClock(clk), WithLeaseDuration(3*time.Second),
-				WithRenewDeadline(2*time.Second), WithRenewInterval(300*time.Millisecond), WithLogger(testLogger(t, "A")), WithMetrics(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			half := NewRange(0, 1<<63)
-			m.gate.assign(half)
-			m.gate.set(half, clk.Now().Add(time.Hour))
-			uid := ""
-			for i := 0; uid == ""; i++ {
-				if u := "uid-" + strconv.Itoa(i); !half.Contains(Hash(u)) {
-					uid = u
-				}
-			}
+			m, clk, half := halfMember(t)
+			uid := uidsOutside(half, 1)[0]
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", UID: types.UID(uid)}}
 			reader := newInformerReader(cm.DeepCopy())
 			key := ObjectKey(m, reader, &corev1.ConfigMap{})
@@ -674,8 +642,7 @@ func TestHandoversNeedsItsReconcilersKey(t *testing.T) {
 			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cm)}); err != nil {
 				t.Fatal(err)
 			}
-			m.gate.assign(FullRange())
-			m.gate.set(FullRange(), clk.Now().Add(time.Hour))
+			takeOverAll(m, clk)
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 			defer q.ShutDown()
 			if _, deletions, err := src.enqueue(context.Background(), q, FullRange().Minus(half)); err != nil || deletions != tc.want {
