@@ -841,17 +841,18 @@ func crNewManager(restCfg *rest.Config, c crCache, opts ctrl.Options) manager.Ma
 	return mgr
 }
 
-// crStart runs mgr until the spec ends and checks that it stops cleanly.
-func crStart(ctx context.Context, mgr manager.Manager) {
+// crStart runs a manager or a cache until the spec ends and checks that it
+// stops cleanly.
+func crStart(ctx context.Context, r interface{ Start(context.Context) error }) {
 	GinkgoHelper()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(runCtx) }()
+	go func() { done <- r.Start(runCtx) }()
 	DeferCleanup(func() {
 		cancel()
 		var err error
 		Eventually(done).WithTimeout(time.Minute).Should(Receive(&err))
-		Expect(err).NotTo(HaveOccurred(), "the manager stopped with an error")
+		Expect(err).NotTo(HaveOccurred(), "%T stopped with an error", r)
 	})
 }
 

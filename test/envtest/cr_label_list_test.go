@@ -55,13 +55,7 @@ var _ = Describe("label-selector Lists of the encoded store", func() {
 		} {
 			c, err := tc.newCache(cfg, tc.opts)
 			Expect(err).NotTo(HaveOccurred())
-			cctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- c.Start(cctx) }()
-			DeferCleanup(func() {
-				cancel()
-				Eventually(done).WithTimeout(crTimeout).Should(Receive(BeNil()))
-			})
+			crStart(ctx, c)
 			for _, obj := range []client.Object{&corev1.Secret{}, crUnstructuredSecret(), crMetadataSecret()} {
 				inf := crInformer(ctx, c, obj)
 				if name != "controller-runtime" {

@@ -86,14 +86,12 @@ var _ = Describe("controller-runtime's reader options", func() {
 				}
 			}
 
-			cctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- c.Start(cctx) }()
+			// Cleanups run last first: this one once crStart's has
+			// stopped the cache.
 			DeferCleanup(func() {
-				cancel()
-				Eventually(done).WithTimeout(crTimeout).Should(Receive(BeNil()))
 				Expect(inf.IsStopped()).To(BeTrue(), "%s: the informer stopped with the cache", name)
 			})
+			crStart(ctx, c)
 			Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
 			Expect(inf.HasSynced()).To(BeTrue(), "%s: the informer of GetInformerForKind syncs once the cache started", name)
 			same, err := c.GetInformer(ctx, &corev1.Secret{})

@@ -278,13 +278,7 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 		} {
 			c, err := newCache(proxies[0].ClientConfig(), cache.Options{Scheme: scheme})
 			Expect(err).NotTo(HaveOccurred())
-			cctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- c.Start(cctx) }()
-			DeferCleanup(func() {
-				cancel()
-				Eventually(done).WithTimeout(crTimeout).Should(Receive(BeNil()))
-			})
+			crStart(ctx, c)
 			for _, obj := range []client.Object{&testobjects.Gizmo{}, crdUnstructured(crdGizmoGVK), crdUnstructured(crdGadgetGVK)} {
 				crExpectImplementation(crInformer(ctx, c, obj), crCache{ours: name != "controller-runtime", encoded: name == "encoded"})
 			}
@@ -462,13 +456,7 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 					return crdIndexValue(v)
 				})).To(Succeed())
 			}
-			cctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- c.Start(cctx) }()
-			DeferCleanup(func() {
-				cancel()
-				Eventually(done).WithTimeout(crTimeout).Should(Receive(BeNil()))
-			})
+			crStart(ctx, c)
 			caches[name] = c
 		}
 		queries := []crQuery{
@@ -574,13 +562,7 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 		} {
 			c, err := newCache(cfg, cache.Options{})
 			Expect(err).NotTo(HaveOccurred())
-			cctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- c.Start(cctx) }()
-			DeferCleanup(func() {
-				cancel()
-				Eventually(done).WithTimeout(crTimeout).Should(Receive(BeNil()))
-			})
+			crStart(ctx, c)
 			Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
 			err = c.List(ctx, crdUnstructuredList(crdWidgetGVK), client.InNamespace(ns))
 			Expect(meta.IsNoMatchError(err)).To(BeTrue(), "%s: a List before the CRD exists: %v", name, err)
