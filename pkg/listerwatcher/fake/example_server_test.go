@@ -93,6 +93,41 @@ func ExampleServer_Compact() {
 	// then the watch ends: true
 }
 
+// CloseWatches drops every open watch, as a lost connection does: the
+// result channel closes without an ERROR event, and a client that resumes
+// from the last resourceVersion it saw misses nothing.
+func ExampleServer_CloseWatches() {
+	s := fake.NewServer(&corev1.ConfigMapList{})
+	defer s.Close()
+	_, _ = s.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
+	lw := s.ListerWatcher()
+
+	w, err := lw.Watch(metav1.ListOptions{ResourceVersion: s.ResourceVersion()})
+	if err != nil {
+		panic(err)
+	}
+	_, _ = s.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b"}})
+	ev := next(w)
+	seen := ev.Object.(*corev1.ConfigMap).ResourceVersion
+	fmt.Println(ev.Type, ev.Object.(*corev1.ConfigMap).Name, "at", seen)
+
+	s.CloseWatches()
+	fmt.Println("dropped:", next(w).Type == "", "open watches:", s.OpenWatches())
+	_, _ = s.Create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c"}}) // while disconnected
+
+	w, err = lw.Watch(metav1.ListOptions{ResourceVersion: seen})
+	if err != nil {
+		panic(err)
+	}
+	defer w.Stop()
+	ev = next(w)
+	fmt.Println("resumed:", ev.Type, ev.Object.(*corev1.ConfigMap).Name, "at", ev.Object.(*corev1.ConfigMap).ResourceVersion)
+	// Output:
+	// ADDED b at 3
+	// dropped: true open watches: 0
+	// resumed: ADDED c at 4
+}
+
 // A Fault decides each request's fate before the server serves it: here
 // the first LIST finds nothing listening, as when the API server restarts,
 // and the request log shows the caller's retry.
