@@ -229,16 +229,7 @@ var _ = Describe("CBOR on the wire", Ordered, func() {
 		} {
 			informers[name] = informer.NewSharedIndexInformerWithOptions(gizmoLW(), &unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{}, opts...)
 		}
-		recorders := map[string]*crdRecorder{}
-		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		var wg sync.WaitGroup
-		for name, inf := range informers {
-			recorders[name] = newCRDRecorder()
-			_, err := inf.AddEventHandler(recorders[name])
-			Expect(err).NotTo(HaveOccurred())
-			wg.Go(func() { inf.RunWithContext(runCtx) })
-		}
-		DeferCleanup(func() { cancel(); wg.Wait() })
+		recorders := crdRunRecorded(ctx, informers)
 		for _, inf := range informers {
 			Eventually(inf.HasSynced).WithTimeout(time.Minute).Should(BeTrue())
 		}

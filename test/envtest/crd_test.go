@@ -511,16 +511,7 @@ var _ = Describe("custom resources on a real API server", Ordered, func() {
 		} {
 			informers[name] = informer.NewSharedIndexInformerWithOptions(crdListWatch(direct, crdWidgets, ns, ""), &unstructured.Unstructured{}, toolscache.SharedIndexInformerOptions{}, opts...)
 		}
-		recorders := map[string]*crdRecorder{}
-		runCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), GinkgoLogr))
-		var wg sync.WaitGroup
-		for name, inf := range informers {
-			recorders[name] = newCRDRecorder()
-			_, err := inf.AddEventHandler(recorders[name])
-			Expect(err).NotTo(HaveOccurred())
-			wg.Go(func() { inf.RunWithContext(runCtx) })
-		}
-		DeferCleanup(func() { cancel(); wg.Wait() })
+		recorders := crdRunRecorded(ctx, informers)
 		fresh := func(g Gomega) map[string]map[string]any {
 			list, err := widgets.List(ctx, metav1.ListOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -809,6 +800,23 @@ type crdRecorder struct {
 	mu      sync.Mutex
 	calls   map[string][]crdCall
 	objects map[string]map[string]any
+}
+
+// crdRunRecorded gives each informer a recorder and runs them all until the
+// spec ends; it returns the recorders by the informers' names.
+func crdRunRecorded(ctx context.Context, informers map[string]toolscache.SharedIndexInformer) map[string]*crdRecorder {
+	GinkgoHelper()
+	recorders := map[string]*crdRecorder{}
+	runCtx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), GinkgoLogr))
+	var wg sync.WaitGroup
+	for name, inf := range informers {
+		recorders[name] = newCRDRecorder()
+		_, err := inf.AddEventHandler(recorders[name])
+		Expect(err).NotTo(HaveOccurred())
+		wg.Go(func() { inf.RunWithContext(runCtx) })
+	}
+	DeferCleanup(func() { cancel(); wg.Wait() })
+	return recorders
 }
 
 func newCRDRecorder() *crdRecorder {
